@@ -1,0 +1,188 @@
+"""Typed syntax tree of rule bodies and expressions (what the parser produces)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from envc.diagnostics import Span
+
+
+@dataclass(frozen=True)
+class Num:
+    """An int or float literal."""
+
+    value: int | float
+    span: Span
+
+
+@dataclass(frozen=True)
+class BoolLit:
+    """`true` or `false`."""
+
+    value: bool
+    span: Span
+
+
+@dataclass(frozen=True)
+class Name:
+    """A bare identifier."""
+
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Unary:
+    """`-x` or `not x`."""
+
+    op: str
+    x: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Binary:
+    """Arithmetic, bitwise, comparison or boolean binary operation."""
+
+    op: str
+    a: Expr
+    b: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class IfExpr:
+    """`if c then a else b`."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Index:
+    """`base[i, j]`."""
+
+    base: Expr
+    indices: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Attr:
+    """`base.name` (record field, table column, enum member, zone count)."""
+
+    base: Expr
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Call:
+    """`f(a, b)`."""
+
+    func: str
+    args: tuple[Expr, ...]
+    span: Span
+    func_span: Span
+
+
+@dataclass(frozen=True)
+class GenCall:
+    """`sum(expr for i in range(n) if cond)` and the other reductions."""
+
+    func: str
+    elt: Expr
+    var: str
+    iter: Expr
+    cond: Expr | None
+    span: Span
+    func_span: Span
+
+
+Expr = Union[Num, BoolLit, Name, Unary, Binary, IfExpr, Index, Attr, Call, GenCall]
+
+
+@dataclass(frozen=True)
+class Let:
+    """`let x[: T] = e`."""
+
+    name: str
+    type_name: str | None
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`target op= value`; op is '=' or an augmented operator like '+='."""
+
+    target: Expr
+    op: str
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class ExprStmt:
+    """A call used as a statement."""
+
+    expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Return:
+    """`return e`."""
+
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Pass:
+    """`pass`."""
+
+    span: Span
+
+
+@dataclass(frozen=True)
+class If:
+    """if/elif/else."""
+
+    branches: tuple[tuple[Expr, tuple[Stmt, ...]], ...]
+    orelse: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class For:
+    """`for v in range(...)`."""
+
+    var: str
+    iter: Expr
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Case:
+    """`case a | b:`; the name `_` matches everything else."""
+
+    names: tuple[str, ...]
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Match:
+    """`match e:` over enum members."""
+
+    subject: Expr
+    cases: tuple[Case, ...]
+    span: Span
+
+
+Stmt = Union[Let, Assign, ExprStmt, Return, Pass, If, For, Match]

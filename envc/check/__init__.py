@@ -1,0 +1,664 @@
+"""Pass 3: resolve names and types of a spec document, run the checks, and build the typed IR."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable
+
+from envc import ast, document as d, ir
+from envc.check.body import Bail, BodyChecker, Env
+from envc.check.symbols import (
+    RESERVED,
+    CallableSym,
+    ConstSym,
+    Context,
+    EnumSym,
+    LocalVar,
+    ParamSym,
+    StorageSym,
+    Symbol,
+)
+from envc.check.tables import DataError, flatten, read_data_file
+from envc.diagnostics import Diagnostics, Span, did_you_mean
+from envc.load import YNode, YScalar, key_span, node_at
+from envc.parse import Snippet, parse_body, parse_expr
+from envc.ir import BOOL, F32, I32, DType, Ty
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+Path = tuple[object, ...]
+
+
+class Checker:
+    """Declarations first (symbols, shapes, constants), then every body, then whole-spec checks."""
+
+    def __init__(self, doc: d.SpecDocument, root: YNode, path: str, diags: Diagnostics):
+        self.doc = doc
+        self.root = root
+        self.path = path
+        self.diags = diags
+        self.symbols: dict[str, Symbol] = {}
+        self.origin: dict[str, Span] = {}
+        self.records: dict[str, dict[str, Ty]] = {}
+        self.params: list[ir.ParamInfo] = []
+        self.consts: list[ir.ConstInfo] = []
+        self.fields: list[ir.FieldInfo] = []
+        self.obs_fields: list[ir.ObsFieldInfo] = []
+        self._site = 0
+        self.env = Env(self.symbols, diags, doc.players, self.next_site)
+
+    def next_site(self) -> int:
+        self._site += 1
+        return self._site
+
+    # ---- locations ---------------------------------------------------
+    def at(self, *keys: object) -> Span:
+        return node_at(self.root, keys).span
+
+    def key_at(self, *keys: object) -> Span:
+        return key_span(self.root, keys).span
+
+    # ---- names -------------------------------------------------------
+    def ident(self, name: str, keys: Path, what: str) -> bool:
+        span = self.key_at(*keys)
+        if not _IDENT.match(name):
+            self.diags.error(span, "E013", f"{what} name '{name}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+            return False
+        if name in RESERVED:
+            self.diags.error(span, "E013", f"{what} name '{name}' is reserved")
+            return False
+        return True
+
+    def define(self, name: str, sym: Symbol, keys: Path, what: str) -> None:
+        if not self.ident(name, keys, what):
+            return
+        span = self.key_at(*keys)
+        if name in self.symbols:
+            first = self.origin[name]
+            self.diags.error(span, "E031", f"duplicate name '{name}' (first defined at line {first.line})")
+            return
+        self.symbols[name] = sym
+        self.origin[name] = span
+
+    # ---- types and shapes ----------------------------------------------
+    def scalar_type(self, name: str, keys: Path, allow_records: bool = False) -> Ty | None:
+        if name in ("bool", "i8", "i16", "i32", "u32", "f32"):
+            return Ty(dtype=DType(name))
+        sym = self.symbols.get(name)
+        if isinstance(sym, EnumSym):
+            return Ty(dtype=DType.I8, enum=name)
+        if allow_records and name in self.records:
+            return Ty(dtype=DType.I32, enum=None)
+        hint = did_you_mean(name, ["bool", "i8", "i16", "i32", "u32", "f32", *self.symbols, *self.records])
+        self.diags.error(self.at(*keys), "E030", f"unknown type '{name}'{hint}")
+        return None
+
+    def static_value(self, name: str) -> int | None:
+        if name == "num_players":
+            return self.doc.players
+        sym = self.symbols.get(name)
+        if isinstance(sym, ConstSym) and isinstance(sym.value, int) and not isinstance(sym.value, bool):
+            return sym.value
+        return None
+
+    def dim(self, v: int | str, keys: Path) -> int | None:
+        if isinstance(v, str):
+            n = self.static_value(v)
+            if n is None:
+                if isinstance(self.symbols.get(v), ParamSym):
+                    self.diags.error(self.at(*keys), "E051", f"'{v}' is a runtime param; mark it `static: true` to use it as a size")
+                else:
+                    hint = did_you_mean(v, [k for k in self.symbols if self.static_value(k) is not None])
+                    self.diags.error(self.at(*keys), "E051", f"size '{v}' is not a static constant{hint}")
+                return None
+            v = n
+        if v < 1 or v > 1 << 20:
+            self.diags.error(self.at(*keys), "E012", f"size {v} must be between 1 and {1 << 20}")
+            return None
+        return v
+
+    def shape(self, dims: list[int | str], keys: Path) -> tuple[int, ...] | None:
+        out = []
+        for i, v in enumerate(dims):
+            n = self.dim(v, keys + (i,))
+            if n is None:
+                return None
+            out.append(n)
+        return tuple(out)
+
+    def values(self, raw: object, ty: Ty, keys: Path) -> tuple[bool | int | float, ...] | None:
+        members = self.enum_members
+        try:
+            if raw is None:
+                return tuple([_zero(ty)] * math.prod(ty.shape))
+            if ty.shape and not isinstance(raw, list):
+                v = flatten(raw, ty.scalar(), members, self.at(*keys))[0]
+                return tuple([v] * math.prod(ty.shape))
+            return tuple(flatten(raw, ty, members, self.at(*keys)))
+        except DataError as e:
+            self.diags.error(e.span, "E012", e.message)
+            return None
+
+    def enum_members(self, name: str) -> tuple[str, ...] | None:
+        sym = self.symbols.get(name)
+        return sym.members if isinstance(sym, EnumSym) else None
+
+    # ---- declarations --------------------------------------------------
+    def declare_types(self) -> None:
+        for name, t in self.doc.types.items():
+            if isinstance(t, d.EnumDecl):
+                for i, m in enumerate(t.enum):
+                    if not _IDENT.match(m):
+                        self.diags.error(self.at("types", name, "enum", i), "E013", f"enum member '{m}' is not an identifier")
+                if len(set(t.enum)) != len(t.enum):
+                    dup = next(m for m in t.enum if t.enum.count(m) > 1)
+                    self.diags.error(self.at("types", name, "enum"), "E031", f"enum member '{dup}' appears twice")
+                if len(t.enum) > 127:
+                    self.diags.error(self.at("types", name, "enum"), "E012", "enums have at most 127 members")
+                self.define(name, EnumSym(name, tuple(t.enum)), ("types", name), "type")
+        for name, t in self.doc.types.items():
+            if isinstance(t, d.RecordDecl):
+                if not self.ident(name, ("types", name), "type"):
+                    continue
+                if name in self.symbols or name in self.records:
+                    self.diags.error(self.key_at("types", name), "E031", f"duplicate name '{name}'")
+                    continue
+                parts: dict[str, Ty] = {}
+                for fname, f in t.record.items():
+                    keys: Path = ("types", name, "record", fname)
+                    if not self.ident(fname, keys, "record field"):
+                        continue
+                    decl = f if isinstance(f, d.RecordField) else d.RecordField(type=f)
+                    sty = self.scalar_type(decl.type, keys)
+                    shp = self.shape(decl.shape, keys + ("shape",))
+                    if sty is not None and shp is not None:
+                        parts[fname] = Ty(dtype=sty.dtype, shape=shp, enum=sty.enum)
+                self.records[name] = parts
+
+    def declare_params(self) -> None:
+        for name, p in self.doc.params.items():
+            decl = p if isinstance(p, d.ParamDecl) else d.ParamDecl(type=_infer_type(p), default=p)
+            keys: Path = ("params", name)
+            ty = self.scalar_type(decl.type, keys)
+            if ty is None:
+                continue
+            if ty.enum:
+                self.diags.error(self.at(*keys), "E012", "params must be bool, sized int or f32")
+                continue
+            vals = self.values(decl.default, ty, keys)
+            if vals is None:
+                continue
+            self.params.append(ir.ParamInfo(name=name, ty=ty, default=vals[0], static=decl.static, doc=decl.doc))
+            sym: Symbol = ConstSym(name, ty, vals[0], decl.doc) if decl.static else ParamSym(name, ty, decl.doc)
+            self.define(name, sym, keys, "param")
+
+    def declare_constants(self) -> None:
+        for name, c in self.doc.constants.items():
+            keys: Path = ("constants", name)
+            if not isinstance(c, d.ConstDecl):
+                ty = Ty(dtype=DType(_infer_type(c)))
+                self.define(name, ConstSym(name, ty, c), keys, "constant")
+                continue
+            sty = self.scalar_type(c.type, keys + ("type",))
+            shp = self.shape(c.shape, keys + ("shape",))
+            if sty is None or shp is None:
+                continue
+            ty = Ty(dtype=sty.dtype, shape=shp, enum=sty.enum)
+            raw: object = c.value
+            if c.file is not None:
+                got = read_data_file(self.path, c.file, self.at(*keys, "file"), self.diags)
+                if got is None:
+                    continue
+                raw = [list(r.values()) if isinstance(r, dict) else r for r in got[1]]
+                if len(shp) == 1 and raw and isinstance(raw[0], list) and len(raw[0]) == 1:
+                    raw = [r[0] for r in raw]
+            elif raw is None:
+                self.diags.error(self.at(*keys), "E010", f"constant '{name}' needs `value` or `file`")
+                continue
+            if not shp:
+                vals = self.values(raw, ty, keys + ("value",))
+                if vals is not None:
+                    self.define(name, ConstSym(name, ty, vals[0], c.doc), keys, "constant")
+                continue
+            vals = self.values(raw, ty, keys + ("value",))
+            if vals is None:
+                continue
+            self.consts.append(ir.ConstInfo(name=name, ty=ty, values=vals, doc=c.doc))
+            self.define(name, StorageSym(name, "const", "array", shp, ty, writable=False, doc=c.doc), keys, "constant")
+
+    def declare_tables(self) -> None:
+        for name, t in self.doc.tables.items():
+            keys: Path = ("tables", name)
+            cols: dict[str, tuple[Ty | None, d.ColumnDecl]] = {}
+            for cname, col in t.columns.items():
+                decl = col if isinstance(col, d.ColumnDecl) else d.ColumnDecl(type=col)
+                ckeys = keys + ("columns", cname)
+                if not self.ident(cname, ckeys, "column"):
+                    continue
+                if decl.type == "str":
+                    cols[cname] = (None, decl)
+                    continue
+                sty = self.scalar_type(decl.type, ckeys)
+                shp = self.shape(decl.shape, ckeys + ("shape",))
+                if sty is not None and shp is not None:
+                    cols[cname] = (Ty(dtype=sty.dtype, shape=shp, enum=sty.enum), decl)
+            rows: list[object]
+            where = self.path
+            line_of: Callable[[int, str], Span]
+            if (t.file is None) == (t.rows is None):
+                self.diags.error(self.at(*keys), "E010", f"table '{name}' needs exactly one of `rows` or `file`")
+                continue
+            if t.file is not None:
+                got = read_data_file(self.path, t.file, self.at(*keys, "file"), self.diags)
+                if got is None:
+                    continue
+                where, rows = got
+                csv = t.file.lower().endswith(".csv")
+                line_of = lambda i, c, w=where, csv=csv: Span.point(w, i + 2 if csv else 1, 1)  # noqa: E731
+            else:
+                rows = list(t.rows or [])
+                line_of = lambda i, c, k=keys: key_span(self.root, k + ("rows", i, c)).span  # noqa: E731
+            if not rows:
+                self.diags.error(self.at(*keys), "E014", f"table '{name}' has no rows")
+                continue
+            parts: dict[str, Ty] = {}
+            ok = True
+            for cname, (cty, decl) in cols.items():
+                if cty is None:
+                    continue
+                flat: list[bool | int | float] = []
+                for i, row in enumerate(rows):
+                    if not isinstance(row, dict):
+                        self.diags.error(line_of(i, cname), "E014", f"row {i} of table '{name}' is not a mapping")
+                        ok = False
+                        break
+                    raw = row.get(cname, decl.default)
+                    if raw is None or raw == "":
+                        raw = decl.default
+                    if raw is None:
+                        self.diags.error(line_of(i, cname), "E014", f"row {i} of table '{name}' has no value for '{cname}'")
+                        ok = False
+                        break
+                    try:
+                        flat.extend(flatten(raw, cty, self.enum_members, line_of(i, cname)))
+                    except DataError as e:
+                        self.diags.error(e.span, "E014", f"table '{name}', row {i}, column '{cname}': {e.message}")
+                        ok = False
+                        break
+                parts[cname] = cty
+                self.consts.append(ir.ConstInfo(name=f"{name}.{cname}", ty=Ty(dtype=cty.dtype, shape=(len(rows),) + cty.shape, enum=cty.enum), values=tuple(flat), doc=decl.doc))
+            for i, row in enumerate(rows):
+                if isinstance(row, dict):
+                    extra = [k for k in row if k not in t.columns]
+                    if extra:
+                        self.diags.error(line_of(i, str(extra[0])), "E014", f"table '{name}' row {i} has undeclared column '{extra[0]}'{did_you_mean(str(extra[0]), list(t.columns))}")
+                        ok = False
+            if ok:
+                self.define(name, StorageSym(name, "const", "table", (len(rows),), parts=parts, writable=False, doc=t.doc), keys, "table")
+
+    def declare_state(self) -> None:
+        self.fields.append(ir.FieldInfo(name="current_player", ty=I32, init=(0,), span=Span.point(self.path, 1, 1),
+                                        doc="Player to act"))
+        self.fields.append(ir.FieldInfo(name="step_count", ty=I32, init=(0,), writable=False,
+                                        span=Span.point(self.path, 1, 1), doc="Steps taken this episode"))
+        self.symbols["current_player"] = StorageSym("current_player", "state", "array", (), I32)
+        self.symbols["step_count"] = StorageSym("step_count", "state", "array", (), I32, writable=False)
+        P = self.doc.players
+        for name, f in self.doc.state.items():
+            keys: Path = ("state", name)
+            span = self.key_at(*keys)
+            if isinstance(f, str):
+                f = d.FieldDecl(type=f)
+            if not self.ident(name, keys, "state field"):
+                continue
+            outer_pp = (P,) if f.per_player else ()
+            if f.visible == "owner" and not f.per_player:
+                self.diags.error(self.at(*keys, "visible"), "E012", "`visible: owner` needs `per_player: true`")
+            if isinstance(f, d.ZoneDecl):
+                ety = self.scalar_type(f.zone, keys + ("zone",))
+                cap = self.dim(f.capacity, keys + ("capacity",))
+                shp = self.shape(f.shape, keys + ("shape",))
+                if ety is None or cap is None or shp is None:
+                    continue
+                if ety.dtype in (DType.F32, DType.BOOL):
+                    self.diags.error(self.at(*keys, "zone"), "E012", "zone elements must be integers or enums")
+                    continue
+                outer = outer_pp + shp
+                self.fields.append(ir.FieldInfo(name=name, ty=Ty(dtype=ety.dtype, shape=outer + (cap,), enum=ety.enum),
+                                                init=tuple([0] * math.prod(outer + (cap,))), visible=f.visible,
+                                                per_player=f.per_player, zone=name, doc=f.doc, span=span))
+                self.fields.append(ir.FieldInfo(name=f"{name}.count", ty=Ty(dtype=DType.I32, shape=outer),
+                                                init=tuple([0] * math.prod(outer)), per_player=f.per_player,
+                                                zone=name, doc=f"Number of elements in {name}", span=span))
+                self.define(name, StorageSym(name, "state", "zone", outer, ety, capacity=cap, span=span, doc=f.doc),
+                            keys, "state field")
+                continue
+            shp = self.shape(f.shape, keys + ("shape",))
+            if shp is None:
+                continue
+            outer = outer_pp + shp
+            if f.type in self.records:
+                parts = self.records[f.type]
+                for pname, pty in parts.items():
+                    full = Ty(dtype=pty.dtype, shape=outer + pty.shape, enum=pty.enum)
+                    self.fields.append(ir.FieldInfo(name=f"{name}.{pname}", ty=full,
+                                                    init=tuple([_zero(full)] * math.prod(full.shape)),
+                                                    visible=f.visible, per_player=f.per_player, doc=f.doc, span=span))
+                self.define(name, StorageSym(name, "state", "record", outer, parts=parts, span=span, doc=f.doc),
+                            keys, "state field")
+                continue
+            sty = self.scalar_type(f.type, keys + ("type",) if not isinstance(self.doc.state[name], str) else keys)
+            if sty is None:
+                continue
+            ty = Ty(dtype=sty.dtype, shape=outer, enum=sty.enum)
+            init = self.values(f.init, ty, keys + ("init",))
+            if init is None and f.per_player and isinstance(f.init, list):
+                one = self.values(f.init, Ty(dtype=ty.dtype, shape=shp, enum=ty.enum), keys + ("init",))
+                init = one * P if one is not None else None
+            if init is None:
+                continue
+            self.fields.append(ir.FieldInfo(name=name, ty=ty, init=init, visible=f.visible, per_player=f.per_player,
+                                            low=f.low, high=f.high, doc=f.doc, span=span))
+            self.define(name, StorageSym(name, "state", "array", outer, ty, span=span, doc=f.doc), keys, "state field")
+
+    def declare_obs(self) -> None:
+        for name, f in self.doc.observation.fields.items():
+            keys: Path = ("observation", "fields", name)
+            decl = f if isinstance(f, d.ObsField) else d.ObsField(type=f)
+            sty = self.scalar_type(decl.type, keys)
+            shp = self.shape(decl.shape, keys + ("shape",))
+            if sty is None or shp is None:
+                continue
+            ty = Ty(dtype=sty.dtype, shape=shp, enum=sty.enum)
+            self.obs_fields.append(ir.ObsFieldInfo(name=name, ty=ty, low=decl.low, high=decl.high))
+            self.define(name, StorageSym(name, "obs", "array", shp, ty, doc=decl.doc), keys, "observation field")
+
+    def declare_callables(self) -> None:
+        for section in ("functions", "procedures"):
+            for name, c in getattr(self.doc, section).items():
+                keys: Path = (section, name)
+                params: list[tuple[str, Ty]] = []
+                for pname, tname in c.params.items():
+                    if not self.ident(pname, keys + ("params", pname), "parameter"):
+                        continue
+                    ty = self.scalar_type(tname, keys + ("params", pname))
+                    if ty is not None:
+                        params.append((pname, ty))
+                returns = None
+                if section == "functions":
+                    if c.returns is None:
+                        self.diags.error(self.key_at(*keys), "E010", f"function '{name}' needs `returns: TYPE`")
+                        continue
+                    returns = self.scalar_type(c.returns, keys + ("returns",))
+                    if returns is None:
+                        continue
+                elif c.returns is not None:
+                    self.diags.error(self.at(*keys, "returns"), "E012", "procedures return nothing; make it a function")
+                self.define(name, CallableSym(name, tuple(params), returns, self.key_at(*keys)), keys, section[:-1])
+
+    # ---- bodies --------------------------------------------------------
+    def snippet(self, keys: Path) -> Snippet | None:
+        node = node_at(self.root, keys)
+        if not isinstance(node, YScalar):
+            self.diags.error(node.span, "E012", "expected code text here")
+            return None
+        return Snippet.of(node)
+
+    def expr_at(self, keys: Path, value: object, ctx: Context, locals_: dict[str, LocalVar], want: Ty) -> ir.Expr:
+        span = self.at(*keys)
+        if isinstance(value, bool) and want.dtype is DType.BOOL:
+            return ir.Lit(value=value, ty=BOOL, span=span)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and want.dtype is DType.F32:
+            return ir.Lit(value=float(value), ty=F32, span=span)
+        snip = self.snippet(keys)
+        tree = parse_expr(snip, self.diags) if snip is not None else None
+        placeholder = ir.Lit(value=False if want.dtype is DType.BOOL else 0.0, ty=want, span=span)
+        if tree is None:
+            return placeholder
+        bc = BodyChecker(self.env, ctx, locals_)
+        try:
+            x = bc.scalar(tree, ctx.where)
+            return bc.coerce(x, want, tree.span, ctx.where)
+        except Bail:
+            return placeholder
+
+    def body_at(self, keys: Path, ctx: Context, locals_: dict[str, LocalVar]) -> tuple[tuple[ir.Stmt, ...], bool]:
+        snip = self.snippet(keys)
+        tree = parse_body(snip, self.diags) if snip is not None else None
+        if tree is None:
+            return (), False
+        bc = BodyChecker(self.env, ctx, locals_)
+        return bc.block(tree), bc.uses_random
+
+    def check_callables(self) -> list[ir.CallableInfo]:
+        out = []
+        for section in ("functions", "procedures"):
+            for name, c in getattr(self.doc, section).items():
+                sym = self.symbols.get(name)
+                if not isinstance(sym, CallableSym):
+                    continue
+                keys: Path = (section, name, "body")
+                locals_ = {pn: LocalVar(ty, False) for pn, ty in sym.params}
+                ctx = Context(where=f"function '{name}'" if sym.returns else f"procedure '{name}'",
+                              pure=sym.returns is not None, returns=sym.returns, caller=name)
+                body: tuple[ir.Stmt, ...]
+                if sym.returns is not None and not re.search(r"\breturn\b", c.body):
+                    x = self.expr_at(keys, c.body, ctx, locals_, sym.returns)
+                    body = (ir.ReturnS(value=x, span=x.span),)
+                    rnd = False
+                else:
+                    body, rnd = self.body_at(keys, ctx, locals_)
+                    if sym.returns is not None:
+                        self.check_returns(body, keys)
+                if rnd:
+                    self.env.random_callables.add(name)
+                out.append(ir.CallableInfo(name=name, params=sym.params, returns=sym.returns, body=body,
+                                           random=rnd, span=sym.span))
+        return out
+
+    def check_returns(self, body: tuple[ir.Stmt, ...], keys: Path) -> None:
+        def nested(stmts: tuple[ir.Stmt, ...]) -> ir.Stmt | None:
+            for s in stmts:
+                if isinstance(s, ir.ReturnS):
+                    return s
+                subs: list[tuple[ir.Stmt, ...]] = []
+                if isinstance(s, ir.IfS):
+                    subs = [s.then, s.orelse]
+                elif isinstance(s, ir.ForS):
+                    subs = [s.body]
+                elif isinstance(s, ir.Switch):
+                    subs = [b for _, b in s.cases] + [s.default]
+                for b in subs:
+                    r = nested(b)
+                    if r is not None:
+                        return r
+            return None
+
+        if not body or not isinstance(body[-1], ir.ReturnS):
+            self.diags.error(self.at(*keys), "E056", "a function body must end with `return VALUE`")
+        bad = nested(body[:-1]) if body else None
+        if bad is not None:
+            self.diags.error(bad.span, "E056", "only one `return`, as the last statement, is allowed in a function")
+
+    def check_recursion(self) -> None:
+        calls = self.env.calls
+        state: dict[str, int] = {}
+
+        def visit(n: str, stack: list[str]) -> None:
+            state[n] = 1
+            for m in sorted(calls.get(n, ())):
+                if state.get(m) == 1:
+                    cyc = stack[stack.index(m):] + [m] if m in stack else [n, m]
+                    sym = self.symbols[m]
+                    assert isinstance(sym, CallableSym)
+                    self.diags.error(sym.span, "E055", f"recursion is not allowed: {' -> '.join(cyc)}")
+                elif state.get(m) is None:
+                    visit(m, stack + [m])
+            state[n] = 2
+
+        for n in sorted(calls):
+            if state.get(n) is None:
+                visit(n, [n])
+        # randomness flows up the call graph
+        changed = True
+        while changed:
+            changed = False
+            for n, callees in calls.items():
+                if n not in self.env.random_callables and callees & self.env.random_callables:
+                    self.env.random_callables.add(n)
+                    changed = True
+
+    def action_param(self, aname: str, pname: str, p: object) -> ir.ActionParamInfo | None:
+        keys: Path = ("actions", aname, "params", pname)
+        if not self.ident(pname, keys, "action parameter"):
+            return None
+        if isinstance(p, d.ActionParamDecl):
+            if p.type is not None:
+                ty = self.scalar_type(p.type, keys + ("type",))
+                if ty is None:
+                    return None
+                if ty.enum is None:
+                    if p.range is None:
+                        self.diags.error(self.at(*keys), "E052", "an integer action parameter needs a `range`")
+                        return None
+                members = self.enum_members(ty.enum) if ty.enum else None
+                if members is not None:
+                    return ir.ActionParamInfo(name=pname, ty=ty, start=0, stop=len(members))
+            else:
+                ty = I32
+            rng = p.range
+        else:
+            ty, rng = I32, p
+        if isinstance(rng, list):
+            if len(rng) != 2:
+                self.diags.error(self.at(*keys), "E052", "range must be [start, stop]")
+                return None
+            lo = self._int_or_static(rng[0], keys + ("range", 0))
+            hi = self._int_or_static(rng[1], keys + ("range", 1))
+        else:
+            lo, hi = 0, self._int_or_static(rng, keys if not isinstance(p, d.ActionParamDecl) else keys + ("range",))
+        if lo is None or hi is None:
+            return None
+        if hi <= lo:
+            self.diags.error(self.at(*keys), "E052", f"action parameter '{pname}' has an empty range [{lo}, {hi})")
+            return None
+        return ir.ActionParamInfo(name=pname, ty=ty, start=lo, stop=hi)
+
+    def _int_or_static(self, v: object, keys: Path) -> int | None:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if isinstance(v, str):
+            n = self.static_value(v)
+            if n is not None:
+                return n
+        self.diags.error(self.at(*keys), "E051", f"range bound {v!r} must be an integer or a static constant")
+        return None
+
+    def check_actions(self) -> tuple[list[ir.ActionKind], int]:
+        kinds: list[ir.ActionKind] = []
+        offset = 0
+        seen: set[str] = set()
+        for aname, a in self.doc.actions.items():
+            keys: Path = ("actions", aname)
+            if not self.ident(aname, keys, "action"):
+                continue
+            if aname in seen:
+                continue
+            seen.add(aname)
+            decl = a or d.ActionDecl()
+            params = [self.action_param(aname, pn, pv) for pn, pv in decl.params.items()]
+            if any(p is None for p in params):
+                continue
+            ps = tuple(p for p in params if p is not None)
+            locals_ = {p.name: LocalVar(p.ty, False, (p.start, p.stop)) for p in ps}
+            legal = self.expr_at(keys + ("legal",), decl.legal, Context(where=f"legality of '{aname}'", pure=True),
+                                 locals_, BOOL)
+            effect: tuple[ir.Stmt, ...] = ()
+            if a is not None and node_at(self.root, keys + ("effect",)) is not node_at(self.root, keys):
+                effect, _ = self.body_at(keys + ("effect",), Context(where=f"effect of '{aname}'"), locals_)
+            size = math.prod(p.stop - p.start for p in ps)
+            kinds.append(ir.ActionKind(name=aname, params=ps, legal=legal, effect=effect, offset=offset, size=size,
+                                       doc=decl.doc, span=self.key_at(*keys)))
+            offset += size
+        return kinds, offset
+
+    def check_box(self) -> ir.BoxAction | None:
+        c = self.doc.continuous_action
+        if c is None:
+            return None
+        if self.doc.actions:
+            self.diags.error(self.key_at("continuous_action"), "E012", "a spec has either `actions` or `continuous_action`")
+        shp = self.shape(c.box.shape, ("continuous_action", "box", "shape"))
+        if shp is None:
+            return None
+        ty = Ty(dtype=DType.F32, shape=shp)
+        self.symbols["action"] = StorageSym("action", "action", "array", shp, ty, writable=False)
+        effect, _ = self.body_at(("continuous_action", "effect"), Context(where="continuous action effect"), {})
+        return ir.BoxAction(shape=shp, low=c.box.low, high=c.box.high, effect=effect)
+
+    def run(self) -> ir.SpecIR | None:
+        doc = self.doc
+        if not _IDENT.match(doc.name):
+            self.diags.error(self.at("name"), "E013", f"spec name '{doc.name}' is not an identifier")
+        self.declare_types()
+        self.declare_params()
+        self.declare_constants()
+        self.declare_tables()
+        self.declare_state()
+        self.declare_obs()
+        self.declare_callables()
+        callables = self.check_callables()
+        box = self.check_box()
+        actions, num_actions = self.check_actions()
+        if not actions and box is None:
+            self.diags.error(self.key_at("actions") if doc.actions else Span.point(self.path, 1, 1), "E010",
+                             "spec needs `actions` (discrete) or `continuous_action`")
+        reset, _ = self.body_at(("reset",), Context(where="reset"), {}) if "reset" in doc.model_fields_set else ((), False)
+        rules = []
+        for i, r in enumerate(doc.rules):
+            when = self.expr_at(("rules", i, "when"), r.when, Context(where=f"`when` of rule '{r.name}'", pure=True),
+                                {}, BOOL)
+            body, _ = self.body_at(("rules", i, "body"), Context(where=f"rule '{r.name}'"), {})
+            rules.append(ir.RuleInfo(name=r.name, when=when, body=body, doc=r.doc))
+        pvar = {"p": LocalVar(I32, False, (0, doc.players))}
+        reward = self.expr_at(("reward",), doc.reward, Context(where="reward", pure=True), pvar, F32)
+        term = self.expr_at(("terminated",), doc.terminated, Context(where="terminated", pure=True), {}, BOOL)
+        trunc = self.expr_at(("truncated",), doc.truncated, Context(where="truncated", pure=True), {}, BOOL)
+        obs, _ = self.body_at(("observation", "body"), Context(where="observation", pure=True, obs=True), pvar)
+        invariants = []
+        for name, text in doc.invariants.items():
+            x = self.expr_at(("invariants", name), text, Context(where=f"invariant '{name}'", pure=True), {}, BOOL)
+            invariants.append((name, x))
+        self.check_recursion()
+        callables = [c.model_copy(update={"random": c.name in self.env.random_callables}) for c in callables]
+        if self.diags.has_errors:
+            return None
+        return ir.SpecIR(
+            name=doc.name, doc=doc.doc, version=doc.version, path=self.path, players=doc.players,
+            params=tuple(self.params), enums=tuple(ir.EnumInfo(name=s.name, members=s.members)
+                                                   for s in self.symbols.values() if isinstance(s, EnumSym)),
+            consts=tuple(self.consts), fields=tuple(self.fields), actions=tuple(actions), num_actions=num_actions,
+            box=box, reset=reset, rules=tuple(rules), reward=reward, terminated=term, truncated=trunc,
+            obs_fields=tuple(self.obs_fields), observation=obs, invariants=tuple(invariants),
+            callables=tuple(callables), illegal_action_penalty=doc.illegal_action_penalty,
+        )
+
+
+def _zero(ty: Ty) -> bool | int | float:
+    if ty.dtype is DType.BOOL:
+        return False
+    return 0.0 if ty.dtype is DType.F32 else 0
+
+
+def _infer_type(v: object) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    return "i32" if isinstance(v, int) else "f32"
+
+
+def check(doc: d.SpecDocument, root: YNode, path: str, diags: Diagnostics) -> ir.SpecIR | None:
+    """Check a validated document and build its IR (None if there were errors)."""
+    return Checker(doc, root, path, diags).run()
+
+
+__all__ = ["check", "ast"]

@@ -1,0 +1,819 @@
+"""Typing of rule bodies: AST expressions and statements -> typed IR."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from envc import ast, ir
+from envc.check.symbols import (
+    CallableSym,
+    ConstSym,
+    Context,
+    EnumSym,
+    LocalVar,
+    ParamSym,
+    StorageSym,
+    Symbol,
+)
+from envc.diagnostics import Diagnostics, Span, did_you_mean
+from envc.ir import BOOL, F32, I32, DType, Ty
+
+REDUCTIONS = {"sum", "any", "all", "count", "min", "max", "argmax", "argmin", "choice"}
+MATH1 = {"sqrt", "sin", "cos", "tan", "exp", "log", "tanh", "floor", "ceil"}
+MATH = MATH1 | {"abs", "min", "max", "clip", "atan2"}
+CASTS = {"i8", "i16", "i32", "u32", "f32", "bool", "int", "float"}
+ZONE_STMTS = {"push", "insert", "pop", "remove_at", "clear", "shuffle"}
+ZONE_EXPRS = {"count", "len", "top", "contains", "index_of", "capacity"}
+RANDOM = {"uniform", "randint", "bernoulli", "coin"}
+BUILTINS = sorted(REDUCTIONS | MATH | CASTS | ZONE_STMTS | ZONE_EXPRS | RANDOM | {"range", "select"})
+
+
+class Bail(Exception):
+    """Abandon the current expression (a diagnostic was recorded)."""
+
+
+@dataclass
+class PRef:
+    """A partially resolved storage reference (indices so far)."""
+
+    sym: StorageSym
+    index: list[ir.Expr]
+    part: str | None = None
+    span: Span | None = None
+
+    def dims(self) -> tuple[int, ...]:
+        """All dims of the selected array (outer + element/part dims)."""
+        s = self.sym
+        if s.kind == "zone":
+            return s.outer + (s.capacity,)
+        if s.kind in ("record", "table"):
+            assert self.part is not None
+            return s.outer + s.parts[self.part].shape
+        assert s.ty is not None
+        return s.ty.shape
+
+    def storage(self) -> str:
+        """Dotted storage name."""
+        return f"{self.sym.name}.{self.part}" if self.part else self.sym.name
+
+    def elem(self) -> Ty:
+        """Scalar element type."""
+        s = self.sym
+        if s.kind in ("record", "table"):
+            assert self.part is not None
+            return s.parts[self.part].scalar()
+        assert s.ty is not None
+        return s.ty.scalar()
+
+
+@dataclass
+class Env:
+    """Everything a body checker needs from the declarations pass."""
+
+    symbols: dict[str, Symbol]
+    diags: Diagnostics
+    players: int
+    next_site: Callable[[], int]
+    calls: dict[str, set[str]] = field(default_factory=dict)
+    random_callables: set[str] = field(default_factory=set)
+
+
+def _lit(value: bool | int | float, ty: Ty, span: Span) -> ir.Lit:
+    return ir.Lit(value=value, ty=ty, span=span)
+
+
+class BodyChecker:
+    """Checks one body (or expression) in a context, with a chain of local scopes."""
+
+    def __init__(self, env: Env, ctx: Context, locals_: dict[str, LocalVar] | None = None):
+        self.env = env
+        self.ctx = ctx
+        self.scopes: list[dict[str, LocalVar]] = [dict(locals_ or {})]
+        self.weak: set[int] = set()
+        self.uses_random = False
+
+    # ---- diagnostics -------------------------------------------------
+    def err(self, span: Span, code: str, msg: str) -> Bail:
+        self.env.diags.error(span, code, msg)
+        return Bail()
+
+    # ---- scopes ------------------------------------------------------
+    def lookup_local(self, name: str) -> LocalVar | None:
+        for sc in reversed(self.scopes):
+            if name in sc:
+                return sc[name]
+        return None
+
+    def names_in_scope(self) -> list[str]:
+        out = list(self.env.symbols) + BUILTINS + ["num_players"]
+        for sc in self.scopes:
+            out += list(sc)
+        return out
+
+    def declare(self, name: str, var: LocalVar, span: Span) -> None:
+        if self.lookup_local(name) is not None or name in self.env.symbols:
+            raise self.err(span, "E031", f"'{name}' is already defined; pick another name")
+        self.scopes[-1][name] = var
+
+    # ---- expressions -------------------------------------------------
+    def expr(self, e: ast.Expr) -> ir.Expr:
+        r = self.ref(e)
+        if isinstance(r, PRef):
+            return self.finish(r, e.span)
+        if isinstance(r, EnumSym):
+            raise self.err(e.span, "E040", f"'{r.name}' is an enum type, not a value; write {r.name}.{r.members[0]}")
+        return r
+
+    def scalar(self, e: ast.Expr, what: str = "value") -> ir.Expr:
+        x = self.expr(e)
+        if x.ty.shape:
+            raise self.err(e.span, "E041", f"expected a scalar {what}, got an array {x.ty.show()}; index it")
+        return x
+
+    def bool_expr(self, e: ast.Expr, what: str = "condition") -> ir.Expr:
+        x = self.scalar(e, what)
+        if x.ty.dtype is not DType.BOOL:
+            raise self.err(e.span, "E040", f"{what} must be bool, got {x.ty.show()}")
+        return x
+
+    def checked(self, fn: Callable[[], ir.Expr], span: Span) -> ir.Expr:
+        """Run `fn`, turning a Bail into a typed placeholder so checking can go on."""
+        try:
+            return fn()
+        except Bail:
+            return _lit(False, BOOL, span)
+
+    def finish(self, r: PRef, span: Span) -> ir.Expr:
+        s = r.sym
+        if s.kind in ("record", "table") and r.part is None:
+            parts = ", ".join(s.parts)
+            raise self.err(span, "E041", f"'{s.name}' has fields ({parts}); select one with .field")
+        dims = r.dims()
+        rest = dims[len(r.index):]
+        ty = Ty(dtype=r.elem().dtype, shape=rest, enum=r.elem().enum)
+        return ir.Read(space=s.space, name=r.storage(), index=tuple(r.index), ty=ty, span=span)  # type: ignore[arg-type]
+
+    def ref(self, e: ast.Expr) -> ir.Expr | PRef | EnumSym:
+        if isinstance(e, ast.Name):
+            return self.name(e)
+        if isinstance(e, ast.Index):
+            base = self.ref(e.base)
+            if not isinstance(base, PRef):
+                what = "an enum type" if isinstance(base, EnumSym) else f"a {base.ty.show()} value"
+                raise self.err(e.span, "E041", f"cannot index {what}")
+            return self.index(base, e)
+        if isinstance(e, ast.Attr):
+            base = self.ref(e.base)
+            return self.attr(base, e)
+        return self.value(e)
+
+    def name(self, e: ast.Name) -> ir.Expr | PRef | EnumSym:
+        n = e.id
+        var = self.lookup_local(n)
+        if var is not None:
+            return ir.Local(name=n, ty=var.ty, span=e.span)
+        if n == "num_players":
+            return _lit(self.env.players, I32, e.span)
+        sym = self.env.symbols.get(n)
+        if sym is None:
+            hint = did_you_mean(n, self.names_in_scope())
+            raise self.err(e.span, "E030", f"unknown name '{n}'{hint}")
+        if isinstance(sym, StorageSym):
+            if sym.space == "obs" and not self.ctx.obs:
+                raise self.err(e.span, "E030", f"observation field '{n}' can only be used in the observation body")
+            if sym.space == "action" and self.ctx.where != "continuous action effect":
+                raise self.err(e.span, "E030", "'action' is only defined in the continuous action's effect")
+            return PRef(sym, [], span=e.span)
+        if isinstance(sym, ParamSym):
+            return ir.Param(name=n, ty=sym.ty, span=e.span)
+        if isinstance(sym, ConstSym):
+            lit = _lit(sym.value, sym.ty, e.span)
+            return lit
+        if isinstance(sym, EnumSym):
+            return sym
+        raise self.err(e.span, "E040", f"'{n}' is a function or procedure; call it with ()")
+
+    def index_value(self, e: ast.Expr) -> ir.Expr:
+        x = self.scalar(e, "index")
+        if not (x.ty.dtype.is_int or x.ty.enum):
+            raise self.err(e.span, "E040", f"index must be an integer or enum, got {x.ty.show()}")
+        return x
+
+    def static_range(self, x: ir.Expr) -> tuple[int, int] | None:
+        if isinstance(x, ir.Lit) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            return x.value, x.value + 1
+        if isinstance(x, ir.Local):
+            var = self.lookup_local(x.name)
+            if var is not None and var.range is not None:
+                return var.range
+        return None
+
+    def index(self, base: PRef, e: ast.Index) -> PRef:
+        dims = base.dims()
+        if base.sym.kind in ("record", "table") and base.part is None:
+            dims = base.sym.outer
+        out = list(base.index)
+        for idx_ast in e.indices:
+            k = len(out)
+            if k >= len(dims):
+                raise self.err(e.span, "E041", f"too many indices for '{base.storage()}' (shape {list(dims)})")
+            x = self.index_value(idx_ast)
+            rng = self.static_range(x)
+            if rng is not None and (rng[0] < 0 or rng[1] > dims[k]):
+                lo, hi = rng
+                shown = f"{lo}" if hi == lo + 1 else f"{lo}..{hi - 1}"
+                code = "E053"
+                raise self.err(
+                    idx_ast.span, code,
+                    f"index {shown} is out of range for dimension {k} of '{base.storage()}' (size {dims[k]})",
+                )
+            out.append(x)
+        return PRef(base.sym, out, base.part, base.span)
+
+    def attr(self, base: ir.Expr | PRef | EnumSym, e: ast.Attr) -> ir.Expr | PRef:
+        if isinstance(base, EnumSym):
+            if e.name not in base.members:
+                hint = did_you_mean(e.name, list(base.members))
+                raise self.err(e.span, "E030", f"enum {base.name} has no member '{e.name}'{hint}")
+            return _lit(base.members.index(e.name), Ty(dtype=DType.I8, enum=base.name), e.span)
+        if isinstance(base, PRef):
+            s = base.sym
+            if s.kind in ("record", "table") and base.part is None:
+                if e.name not in s.parts:
+                    hint = did_you_mean(e.name, list(s.parts))
+                    raise self.err(e.span, "E030", f"'{s.name}' has no field '{e.name}'{hint}")
+                if len(base.index) > len(s.outer):
+                    raise self.err(e.span, "E041", f"too many indices before .{e.name}")
+                return PRef(s, base.index, e.name, base.span)
+            if s.kind == "zone" and e.name == "count":
+                return self.zone_count(self.zone_of(base, e.span), e.span)
+        raise self.err(e.span, "E030", f"no attribute '{e.name}' here")
+
+    # zones
+    def zone_of(self, r: ir.Expr | PRef | EnumSym, span: Span) -> ir.ZoneRef:
+        if not isinstance(r, PRef) or r.sym.kind != "zone":
+            raise self.err(span, "E040", "expected a zone")
+        if len(r.index) != len(r.sym.outer):
+            raise self.err(
+                span, "E041", f"zone '{r.sym.name}' needs {len(r.sym.outer)} leading index(es) to select one zone"
+            )
+        assert r.sym.ty is not None
+        return ir.ZoneRef(name=r.sym.name, index=tuple(r.index), capacity=r.sym.capacity, elem=r.sym.ty, span=span)
+
+    def zone_count(self, z: ir.ZoneRef, span: Span) -> ir.Expr:
+        return ir.Read(space="state", name=f"{z.name}.count", index=z.index, ty=I32, span=span)
+
+    def zone_arg(self, e: ast.Expr) -> ir.ZoneRef:
+        return self.zone_of(self.ref(e), e.span)
+
+    # values
+    def value(self, e: ast.Expr) -> ir.Expr:
+        if isinstance(e, ast.Num):
+            if isinstance(e.value, float):
+                return _lit(e.value, F32, e.span)
+            lit = _lit(e.value, I32, e.span)
+            if not -(2**31) <= e.value < 2**32:
+                raise self.err(e.span, "E040", f"integer literal {e.value} does not fit in 32 bits")
+            self.weak.add(id(lit))
+            return lit
+        if isinstance(e, ast.BoolLit):
+            return _lit(e.value, BOOL, e.span)
+        if isinstance(e, ast.Unary):
+            if e.op == "not":
+                x = self.bool_expr(e.x, "operand of 'not'")
+                return ir.Unary(op="not", x=x, ty=BOOL, span=e.span)
+            x = self.scalar(e.x)
+            self.numeric(x, e.x.span, "-")
+            if isinstance(x, ir.Lit) and not isinstance(x.value, bool):
+                lit = _lit(-x.value, x.ty, e.span)
+                if id(x) in self.weak:
+                    self.weak.add(id(lit))
+                return lit
+            return ir.Unary(op="neg", x=x, ty=x.ty, span=e.span)
+        if isinstance(e, ast.Binary):
+            return self.binary(e)
+        if isinstance(e, ast.IfExpr):
+            c = self.bool_expr(e.cond)
+            a, b = self.scalar(e.a), self.scalar(e.b)
+            a, b, ty = self.unify(a, b, e.span, "if/else branches")
+            return ir.Select(cond=c, a=a, b=b, ty=ty, span=e.span)
+        if isinstance(e, ast.Call):
+            return self.call(e)
+        if isinstance(e, ast.GenCall):
+            return self.gen_call(e)
+        raise self.err(e.span, "E020", "unsupported expression")
+
+    def numeric(self, x: ir.Expr, span: Span, op: str) -> None:
+        if x.ty.dtype is DType.BOOL or x.ty.enum is not None:
+            raise self.err(span, "E040", f"operator '{op}' needs numbers, got {x.ty.show()}")
+
+    def fit(self, x: ir.Expr, ty: Ty, span: Span) -> ir.Expr:
+        """Convert a weak int literal to `ty`."""
+        assert isinstance(x, ir.Lit)
+        v = x.value
+        if ty.dtype is DType.F32:
+            return _lit(float(v), F32, x.span)
+        lo, hi = ty.dtype.int_range
+        assert isinstance(v, int)
+        if not lo <= v <= hi:
+            raise self.err(span, "E040", f"literal {v} does not fit in {ty.dtype.value}")
+        return _lit(v, ty.scalar(), x.span)
+
+    def cast(self, x: ir.Expr, ty: Ty) -> ir.Expr:
+        if x.ty == ty:
+            return x
+        if isinstance(x, ir.Lit) and id(x) in self.weak:
+            return self.fit(x, ty, x.span)
+        return ir.Cast(x=x, ty=ty, span=x.span)
+
+    def unify(self, a: ir.Expr, b: ir.Expr, span: Span, what: str) -> tuple[ir.Expr, ir.Expr, Ty]:
+        ta, tb = a.ty, b.ty
+        wa, wb = id(a) in self.weak, id(b) in self.weak
+        if ta.enum or tb.enum or ta.dtype is DType.BOOL or tb.dtype is DType.BOOL:
+            if ta == tb:
+                return a, b, ta
+            raise self.err(span, "E040", f"{what}: {ta.show()} and {tb.show()} do not mix")
+        if wa and wb:
+            return a, b, ta
+        if wa:
+            return self.fit(a, tb, span), b, tb.scalar()
+        if wb:
+            return a, self.fit(b, ta, span), ta.scalar()
+        if ta.dtype is DType.F32 or tb.dtype is DType.F32:
+            return self.cast(a, F32), self.cast(b, F32), F32
+        if ta.dtype == tb.dtype:
+            return a, b, ta.scalar()
+        if ta.dtype.signed != tb.dtype.signed:
+            raise self.err(span, "E040", f"{what}: {ta.show()} and {tb.show()} mix signed and unsigned; cast one")
+        wide = ta if ta.dtype.bits >= tb.dtype.bits else tb
+        return self.cast(a, wide.scalar()), self.cast(b, wide.scalar()), wide.scalar()
+
+    def binary(self, e: ast.Binary) -> ir.Expr:
+        op = e.op
+        if op in ("and", "or"):
+            a = self.bool_expr(e.a, f"operand of '{op}'")
+            b = self.bool_expr(e.b, f"operand of '{op}'")
+            return ir.Binary(op=op, a=a, b=b, ty=BOOL, span=e.span)
+        a, b = self.scalar(e.a), self.scalar(e.b)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            if op not in ("==", "!=") and (a.ty.enum or a.ty.dtype is DType.BOOL):
+                raise self.err(e.span, "E040", f"'{op}' needs numbers, got {a.ty.show()}")
+            a, b, _ = self.unify(a, b, e.span, f"operands of '{op}'")
+            return ir.Binary(op=op, a=a, b=b, ty=BOOL, span=e.span)
+        if op in ("&", "|", "^"):
+            if a.ty.dtype is DType.BOOL and b.ty.dtype is DType.BOOL:
+                return ir.Binary(op=op, a=a, b=b, ty=BOOL, span=e.span)
+            if a.ty.dtype is DType.F32 or b.ty.dtype is DType.F32:
+                raise self.err(e.span, "E040", f"'{op}' needs integers or bools")
+        self.numeric(a, e.a.span, op)
+        self.numeric(b, e.b.span, op)
+        if op == "/":
+            a, b = self.cast(a, F32), self.cast(b, F32)
+            return ir.Binary(op="/", a=a, b=b, ty=F32, span=e.span)
+        weak = id(a) in self.weak and id(b) in self.weak
+        a, b, ty = self.unify(a, b, e.span, f"operands of '{op}'")
+        if ty.dtype is DType.F32 and op in ("&", "|", "^"):
+            raise self.err(e.span, "E040", f"'{op}' needs integers")
+        out = ir.Binary(op=op, a=a, b=b, ty=ty, span=e.span)
+        if weak and isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
+            folded = _fold(op, a.value, b.value)
+            if folded is not None:
+                lit = _lit(folded, I32, e.span)
+                self.weak.add(id(lit))
+                return lit
+        return out
+
+    def coerce(self, x: ir.Expr, ty: Ty, span: Span, what: str) -> ir.Expr:
+        """Assignment compatibility: ints convert to any int (wrapping) or f32; otherwise types must match."""
+        if x.ty.shape and x.ty.shape != ty.shape:
+            raise self.err(span, "E041", f"{what}: shape {list(x.ty.shape)} does not match {list(ty.shape)}")
+        tgt = ty.scalar()
+        src = x.ty.scalar()
+        if src == tgt:
+            return x
+        if tgt.enum or src.enum or tgt.dtype is DType.BOOL or src.dtype is DType.BOOL:
+            raise self.err(span, "E040", f"{what}: expected {tgt.show()}, got {src.show()}")
+        if tgt.dtype.is_int and src.dtype is DType.F32:
+            raise self.err(span, "E040", f"{what}: expected {tgt.show()}, got f32; convert with {tgt.show()}(...)")
+        if x.ty.shape:
+            raise self.err(span, "E040", f"{what}: array of {src.show()} cannot be stored as {tgt.show()}")
+        return self.cast(x, tgt)
+
+    # calls
+    def call(self, e: ast.Call) -> ir.Expr:
+        f, args = e.func, e.args
+        sym = self.env.symbols.get(f)
+        if isinstance(sym, CallableSym):
+            if sym.returns is None:
+                raise self.err(e.span, "E040", f"procedure '{f}' returns nothing; call it as a statement")
+            return ir.CallFn(fn=f, args=self.call_args(sym, e), ty=sym.returns, span=e.span)
+        if f in CASTS or (isinstance(sym, EnumSym) and len(args) == 1):
+            self.arity(e, 1)
+            x = self.scalar(args[0])
+            if isinstance(sym, EnumSym):
+                if not x.ty.dtype.is_int:
+                    raise self.err(e.span, "E040", f"{f}(...) needs an integer")
+                return ir.Cast(x=x, ty=Ty(dtype=DType.I8, enum=f), span=e.span)
+            name = {"int": "i32", "float": "f32"}.get(f, f)
+            ty = Ty(dtype=DType(name))
+            if isinstance(x, ir.Lit) and id(x) in self.weak and ty.dtype is not DType.BOOL:
+                return self.fit(x, ty, e.span)
+            return x if x.ty == ty else ir.Cast(x=x, ty=ty, span=e.span)
+        if f in MATH and not (f in ("min", "max") and len(args) == 1):
+            return self.math(e)
+        if f in REDUCTIONS:
+            self.arity(e, 1)
+            x = self.expr(args[0])
+            if not x.ty.shape:
+                raise self.err(args[0].span, "E041", f"{f}(...) needs an array or a generator")
+            return self.reduce_ty(f, x, e.span, array=True)
+        if f in RANDOM:
+            return self.random(e)
+        if f in ("count", "len", "top", "contains", "index_of", "capacity"):
+            if f == "len" and args:
+                r = self.ref(args[0])
+                if isinstance(r, PRef) and r.sym.kind != "zone":
+                    dims = r.dims() if r.sym.kind not in ("record", "table") or r.part else r.sym.outer
+                    if len(r.index) >= len(dims):
+                        raise self.err(e.span, "E041", "len(...) of a scalar")
+                    return _lit(dims[len(r.index)], I32, e.span)
+            self.arity(e, 2 if f in ("contains", "index_of") else 1)
+            z = self.zone_arg(args[0])
+            if f == "capacity":
+                return _lit(z.capacity, I32, e.span)
+            if f in ("count", "len"):
+                return self.zone_count(z, e.span)
+            if f == "top":
+                cnt = self.zone_count(z, e.span)
+                last = ir.Binary(op="-", a=cnt, b=_lit(1, I32, e.span), ty=I32, span=e.span)
+                return ir.Read(space="state", name=z.name, index=z.index + (last,), ty=z.elem, span=e.span)
+            v = self.coerce(self.scalar(args[1]), z.elem, args[1].span, f"{f} value")
+            ty = BOOL if f == "contains" else I32
+            return ir.ZoneFind(op=f, zone=z, value=v, ty=ty, span=e.span)  # type: ignore[arg-type]
+        if f == "select":
+            self.arity(e, 3)
+            return self.value(ast.IfExpr(args[0], args[1], args[2], e.span))
+        if f in ZONE_STMTS:
+            raise self.err(e.span, "E054", f"{f}(...) changes a zone; use it as a statement (or `let x = {f}(...)`)")
+        if f == "range":
+            raise self.err(e.span, "E020", "range(...) can only follow `for ... in` or `... for v in`")
+        if sym is None:
+            hint = did_you_mean(f, self.names_in_scope())
+            raise self.err(e.func_span, "E030", f"unknown function '{f}'{hint}")
+        raise self.err(e.func_span, "E040", f"'{f}' is not callable")
+
+    def arity(self, e: ast.Call, n: int) -> None:
+        if len(e.args) != n:
+            raise self.err(e.span, "E042", f"{e.func}(...) takes {n} argument(s), got {len(e.args)}")
+
+    def call_args(self, sym: CallableSym, e: ast.Call) -> tuple[ir.Expr, ...]:
+        if len(e.args) != len(sym.params):
+            raise self.err(e.span, "E042", f"'{sym.name}' takes {len(sym.params)} argument(s), got {len(e.args)}")
+        if self.ctx.caller is not None:
+            self.env.calls.setdefault(self.ctx.caller, set()).add(sym.name)
+        return tuple(
+            self.coerce(self.scalar(a), ty, a.span, f"argument '{pn}' of {sym.name}")
+            for (pn, ty), a in zip(sym.params, e.args)
+        )
+
+    def math(self, e: ast.Call) -> ir.Expr:
+        f, args = e.func, e.args
+        n = {"min": 2, "max": 2, "clip": 3, "atan2": 2, "abs": 1}.get(f, 1)
+        self.arity(e, n)
+        xs = [self.scalar(a) for a in args]
+        for x, a in zip(xs, args):
+            self.numeric(x, a.span, f)
+        if f in MATH1 or f == "atan2":
+            xs = [self.cast(x, F32) for x in xs]
+            return ir.Math(fn=f, args=tuple(xs), ty=F32, span=e.span)
+        if f == "abs":
+            return ir.Math(fn=f, args=(xs[0],), ty=xs[0].ty, span=e.span)
+        a, b, ty = self.unify(xs[0], xs[1], e.span, f"arguments of {f}")
+        if f == "clip":
+            a, c, ty = self.unify(a, xs[2], e.span, "arguments of clip")
+            b = self.cast(b, ty)
+            return ir.Math(fn=f, args=(a, b, c), ty=ty, span=e.span)
+        return ir.Math(fn=f, args=(a, b), ty=ty, span=e.span)
+
+    def reduce_ty(self, op: str, x: ir.Expr, span: Span, array: bool, var: str = "", start: int = 0,
+                  stop: int = 0, cond: ir.Expr | None = None) -> ir.Expr:
+        t = x.ty.scalar()
+        if op in ("any", "all", "count", "choice"):
+            if t.dtype is not DType.BOOL:
+                raise self.err(span, "E040", f"{op}(...) needs bool elements, got {t.show()}")
+            ty = BOOL if op in ("any", "all") else I32
+        elif op == "sum":
+            self.numeric(x, span, "sum")
+            ty = F32 if t.dtype is DType.F32 else (t if t.dtype in (DType.I32, DType.U32) else I32)
+        elif op in ("argmax", "argmin"):
+            self.numeric(x, span, op)
+            ty = I32
+        else:
+            if t.dtype is DType.BOOL:
+                raise self.err(span, "E040", f"{op}(...) needs numbers")
+            ty = t
+        site = -1
+        if op == "choice":
+            site = self.random_site(span)
+        if array:
+            return ir.ReduceArray(op=op, x=x, ty=ty, span=span, site=site)  # type: ignore[arg-type]
+        return ir.Reduce(op=op, var=var, start=start, stop=stop, elt=x, cond=cond, ty=ty, span=span,  # type: ignore[arg-type]
+                         site=site)
+
+    def static_int(self, e: ast.Expr) -> int:
+        x = self.scalar(e, "bound")
+        if isinstance(x, ir.Lit) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            return x.value
+        raise self.err(e.span, "E051", "bound must be static: a literal, a static param or constant, or num_players")
+
+    def range_of(self, it: ast.Expr) -> tuple[int, int]:
+        if not (isinstance(it, ast.Call) and it.func == "range" and 1 <= len(it.args) <= 2):
+            raise self.err(it.span, "E020", "loops go over range(stop) or range(start, stop)")
+        if len(it.args) == 1:
+            return 0, self.static_int(it.args[0])
+        return self.static_int(it.args[0]), self.static_int(it.args[1])
+
+    def gen_call(self, e: ast.GenCall) -> ir.Expr:
+        if e.func not in REDUCTIONS:
+            raise self.err(e.func_span, "E030", f"'{e.func}' cannot take a generator; use one of {sorted(REDUCTIONS)}")
+        start, stop = self.range_of(e.iter)
+        self.scopes.append({})
+        try:
+            self.declare(e.var, LocalVar(I32, False, (start, stop)), e.span)
+            elt = self.scalar(e.elt, "element")
+            cond = self.bool_expr(e.cond, "filter") if e.cond is not None else None
+        finally:
+            self.scopes.pop()
+        return self.reduce_ty(e.func, elt, e.span, False, e.var, start, stop, cond)
+
+    def random_site(self, span: Span) -> int:
+        if self.ctx.pure:
+            raise self.err(span, "E054", f"randomness is not allowed in {self.ctx.where}")
+        self.uses_random = True
+        return self.env.next_site()
+
+    def random(self, e: ast.Call) -> ir.Expr:
+        f = e.func
+        if f == "coin":
+            self.arity(e, 0)
+            return ir.Random(dist="bernoulli", args=(_lit(0.5, F32, e.span),), ty=BOOL, span=e.span,
+                             site=self.random_site(e.span))
+        if f == "bernoulli":
+            self.arity(e, 1)
+            p = self.coerce(self.scalar(e.args[0]), F32, e.args[0].span, "bernoulli probability")
+            return ir.Random(dist="bernoulli", args=(p,), ty=BOOL, span=e.span, site=self.random_site(e.span))
+        self.arity(e, 2)
+        ty = F32 if f == "uniform" else I32
+        args = tuple(self.coerce(self.scalar(a), ty, a.span, f"{f} bound") for a in e.args)
+        return ir.Random(dist=f, args=args, ty=ty, span=e.span, site=self.random_site(e.span))  # type: ignore[arg-type]
+
+    # ---- statements --------------------------------------------------
+    def block(self, stmts: tuple[ast.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        self.scopes.append({})
+        out: list[ir.Stmt] = []
+        try:
+            for s in stmts:
+                try:
+                    out.extend(self.stmt(s))
+                except Bail:
+                    pass
+        finally:
+            self.scopes.pop()
+        return tuple(out)
+
+    def stmt(self, s: ast.Stmt) -> list[ir.Stmt]:
+        if isinstance(s, ast.Pass):
+            return []
+        if isinstance(s, ast.Let):
+            return self.let(s)
+        if isinstance(s, ast.Assign):
+            return self.assign(s)
+        if isinstance(s, ast.ExprStmt):
+            return self.call_stmt(s.expr, s.span)
+        if isinstance(s, ast.Return):
+            if self.ctx.returns is None:
+                raise self.err(s.span, "E056", f"`return` is only allowed in functions, not in {self.ctx.where}")
+            v = self.coerce(self.scalar(s.value), self.ctx.returns, s.value.span, "return value")
+            return [ir.ReturnS(value=v, span=s.span)]
+        if isinstance(s, ast.If):
+            return [self.if_stmt(list(s.branches), s.orelse, s.span)]
+        if isinstance(s, ast.For):
+            start, stop = self.range_of(s.iter)
+            self.scopes.append({})
+            before = self.uses_random
+            self.uses_random = False
+            try:
+                self.declare(s.var, LocalVar(I32, False, (start, stop)), s.span)
+                body = self.block(s.body)
+            finally:
+                self.scopes.pop()
+            rnd = self.uses_random
+            self.uses_random = before or rnd
+            return [ir.ForS(var=s.var, start=start, stop=stop, body=body, loop_id=self.env.next_site(),
+                            random=rnd, span=s.span)]
+        if isinstance(s, ast.Match):
+            return [self.match(s)]
+        raise self.err(s.span, "E020", "unsupported statement")
+
+    def if_stmt(self, branches: list[tuple[ast.Expr, tuple[ast.Stmt, ...]]], orelse: tuple[ast.Stmt, ...],
+                span: Span) -> ir.Stmt:
+        cond_ast, body_ast = branches[0]
+        cond = self.checked(lambda: self.bool_expr(cond_ast), cond_ast.span)
+        then = self.block(body_ast)
+        if len(branches) > 1:
+            rest: tuple[ir.Stmt, ...] = (self.if_stmt(branches[1:], orelse, branches[1][0].span),)
+        else:
+            rest = self.block(orelse)
+        return ir.IfS(cond=cond, then=then, orelse=rest, span=span)
+
+    def match(self, s: ast.Match) -> ir.Stmt:
+        subj = self.scalar(s.subject, "match subject")
+        if subj.ty.enum is None:
+            raise self.err(s.subject.span, "E040", f"match needs an enum value, got {subj.ty.show()}")
+        sym = self.env.symbols[subj.ty.enum]
+        assert isinstance(sym, EnumSym)
+        cases: list[tuple[tuple[int, ...], tuple[ir.Stmt, ...]]] = []
+        default: tuple[ir.Stmt, ...] = ()
+        seen: set[int] = set()
+        has_default = False
+        for c in s.cases:
+            if c.names == ("_",):
+                has_default = True
+                default = self.block(c.body)
+                continue
+            idx: list[int] = []
+            for n in c.names:
+                if n not in sym.members:
+                    hint = did_you_mean(n, list(sym.members))
+                    self.env.diags.error(c.span, "E057", f"'{n}' is not a member of {sym.name}{hint}")
+                    continue
+                i = sym.members.index(n)
+                if i in seen:
+                    self.env.diags.error(c.span, "E031", f"case '{n}' appears twice")
+                seen.add(i)
+                idx.append(i)
+            cases.append((tuple(idx), self.block(c.body)))
+        missing = [m for i, m in enumerate(sym.members) if i not in seen]
+        if missing and not has_default:
+            self.env.diags.error(
+                s.span, "E057", f"match on {sym.name} does not cover {', '.join(missing)}; add them or `case _:`"
+            )
+        return ir.Switch(subject=subj, cases=tuple(cases), default=default, span=s.span)
+
+    def let(self, s: ast.Let) -> list[ir.Stmt]:
+        declared = self.type_named(s.type_name, s.span) if s.type_name else None
+        if isinstance(s.value, ast.Call) and s.value.func in ("pop", "remove_at"):
+            z = self.zone_arg(s.value.args[0]) if s.value.args else None
+            if z is None:
+                raise self.err(s.span, "E042", f"{s.value.func}(...) needs a zone")
+            ty = declared or z.elem
+            self.declare(s.name, LocalVar(ty, True), s.span)
+            tgt = ir.Target(space="local", name=s.name, ty=ty, span=s.span)
+            init = ir.LetS(name=s.name, value=_lit(False if ty.dtype is DType.BOOL else 0, ty, s.span), span=s.span)
+            return [init, self.zone_take(s.value, tgt)]
+        v = self.scalar(s.value, "local value")
+        if declared is not None:
+            v = self.coerce(v, declared, s.value.span, f"value of '{s.name}'")
+        elif id(v) in self.weak:
+            v = self.fit(v, I32, s.span)
+        self.declare(s.name, LocalVar(v.ty, True), s.span)
+        return [ir.LetS(name=s.name, value=v, span=s.span)]
+
+    def type_named(self, name: str, span: Span) -> Ty:
+        if name in ("bool", "i8", "i16", "i32", "u32", "f32"):
+            return Ty(dtype=DType(name))
+        sym = self.env.symbols.get(name)
+        if isinstance(sym, EnumSym):
+            return Ty(dtype=DType.I8, enum=name)
+        raise self.err(span, "E030", f"unknown type '{name}'")
+
+    def target(self, e: ast.Expr) -> ir.Target:
+        if isinstance(e, ast.Name):
+            var = self.lookup_local(e.id)
+            if var is not None:
+                if not var.mutable:
+                    raise self.err(e.span, "E050", f"'{e.id}' is read-only (a loop variable or parameter)")
+                return ir.Target(space="local", name=e.id, ty=var.ty, span=e.span)
+        r = self.ref(e)
+        if isinstance(r, PRef):
+            s = r.sym
+            if s.space == "const":
+                raise self.err(e.span, "E050", f"'{s.name}' is a constant and cannot be assigned")
+            if not s.writable:
+                raise self.err(e.span, "E050", f"'{s.name}' is read-only")
+            if s.space == "state" and self.ctx.pure:
+                raise self.err(e.span, "E054", f"state cannot be changed in {self.ctx.where}")
+            if s.space == "action":
+                raise self.err(e.span, "E050", "'action' is read-only")
+            if s.kind == "zone":
+                raise self.err(e.span, "E043", "assign zone elements one at a time, or use push/insert/clear")
+            x = self.finish(r, e.span)
+            assert isinstance(x, ir.Read)
+            return ir.Target(space=s.space, name=x.name, index=x.index, ty=x.ty, span=e.span)  # type: ignore[arg-type]
+        if isinstance(r, ir.Param):
+            raise self.err(e.span, "E050", f"'{r.name}' is a parameter and cannot be assigned")
+        if isinstance(r, ir.Lit) and isinstance(e, ast.Name):
+            raise self.err(e.span, "E050", f"'{e.id}' is a constant and cannot be assigned")
+        raise self.err(e.span, "E043", "cannot assign to this")
+
+    def assign(self, s: ast.Assign) -> list[ir.Stmt]:
+        if isinstance(s.target, ast.Name) and s.target.id == "step_count":
+            raise self.err(s.target.span, "E050", "'step_count' is maintained by the runtime and is read-only")
+        tgt = self.target(s.target)
+        if s.op == "=" and isinstance(s.value, ast.Call) and s.value.func in ("pop", "remove_at"):
+            return [self.zone_take(s.value, tgt)]
+        v = self.expr(s.value)
+        if s.op != "=":
+            op = s.op[:-1]
+            cur = ir.Read(space=tgt.space, name=tgt.name, index=tgt.index, ty=tgt.ty, span=tgt.span) \
+                if tgt.space != "local" else ir.Local(name=tgt.name, ty=tgt.ty, span=tgt.span)
+            if tgt.ty.shape:
+                raise self.err(s.span, "E041", f"'{s.op}' needs a scalar target")
+            if v.ty.shape:
+                raise self.err(s.value.span, "E041", "expected a scalar value")
+            fake = ast.Binary(op, ast.Name("__lhs__", tgt.span), s.value, s.span)
+            self.scopes.append({"__lhs__": LocalVar(tgt.ty, False)})
+            try:
+                combined = self.binary(fake)
+            finally:
+                self.scopes.pop()
+            v = _substitute_lhs(combined, cur)
+        if tgt.ty.shape and not v.ty.shape:
+            v = self.coerce(v, tgt.ty.scalar(), s.value.span, "assigned value")
+        else:
+            v = self.coerce(v, tgt.ty, s.value.span, "assigned value")
+        return [ir.Assign(target=tgt, value=v, span=s.span)]
+
+    def zone_take(self, c: ast.Call, out: ir.Target | None) -> ir.Stmt:
+        self.check_effects(c.span, c.func)
+        if c.func == "pop":
+            self.arity(c, 1)
+            z = self.zone_arg(c.args[0])
+            return ir.ZoneOp(op="pop", zone=z, out=out, span=c.span)
+        self.arity(c, 2)
+        z = self.zone_arg(c.args[0])
+        i = self.index_value(c.args[1])
+        return ir.ZoneOp(op="remove_at", zone=z, index=i, out=out, span=c.span)
+
+    def check_effects(self, span: Span, what: str) -> None:
+        if self.ctx.pure:
+            raise self.err(span, "E054", f"{what}(...) changes state, which is not allowed in {self.ctx.where}")
+
+    def call_stmt(self, e: ast.Expr, span: Span) -> list[ir.Stmt]:
+        assert isinstance(e, ast.Call)
+        f = e.func
+        sym = self.env.symbols.get(f)
+        if isinstance(sym, CallableSym):
+            if sym.returns is not None:
+                raise self.err(span, "E040", f"the result of function '{f}' is unused")
+            self.check_effects(span, f)
+            args = self.call_args(sym, e)
+            return [ir.CallProc(proc=f, args=args, site=self.env.next_site(), span=span)]
+        if f in ("pop", "remove_at"):
+            return [self.zone_take(e, None)]
+        if f in ("push", "insert", "clear", "shuffle"):
+            self.check_effects(span, f)
+            n = {"push": 2, "insert": 3, "clear": 1, "shuffle": 1}[f]
+            self.arity(e, n)
+            z = self.zone_arg(e.args[0])
+            index = self.index_value(e.args[1]) if f == "insert" else None
+            value = None
+            if f in ("push", "insert"):
+                va = e.args[-1]
+                value = self.coerce(self.scalar(va), z.elem, va.span, f"{f} value")
+            site = self.random_site(span) if f == "shuffle" else -1
+            return [ir.ZoneOp(op=f, zone=z, index=index, value=value, site=site, span=span)]  # type: ignore[arg-type]
+        if sym is None and f not in BUILTINS:
+            hint = did_you_mean(f, self.names_in_scope())
+            raise self.err(e.func_span, "E030", f"unknown procedure '{f}'{hint}")
+        raise self.err(span, "E040", f"the result of {f}(...) is unused")
+
+
+def _fold(op: str, a: object, b: object) -> int | None:
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return None
+    if op == "+":
+        r = a + b
+    elif op == "-":
+        r = a - b
+    elif op == "*":
+        r = a * b
+    elif op == "//" and b != 0:
+        r = a // b
+    elif op == "%" and b != 0:
+        r = a % b
+    else:
+        return None
+    return r if -(2**31) <= r < 2**31 else None
+
+
+def _substitute_lhs(x: ir.Expr, cur: ir.Expr) -> ir.Expr:
+    """Replace the placeholder local `__lhs__` in an augmented assignment by the target's current value."""
+    if isinstance(x, ir.Local) and x.name == "__lhs__":
+        return cur
+    if isinstance(x, ir.Cast):
+        return x.model_copy(update={"x": _substitute_lhs(x.x, cur)})
+    if isinstance(x, ir.Binary):
+        return x.model_copy(update={"a": _substitute_lhs(x.a, cur), "b": _substitute_lhs(x.b, cur)})
+    return x

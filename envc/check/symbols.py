@@ -1,0 +1,96 @@
+"""Symbols in scope while checking rule bodies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from envc.diagnostics import Span
+from envc.ir import Ty
+
+KEYWORDS = {
+    "let", "if", "elif", "else", "then", "for", "in", "match", "case", "return", "pass",
+    "and", "or", "not", "true", "false",
+}
+DTYPES = {"bool", "i8", "i16", "i32", "u32", "f32"}
+RESERVED = KEYWORDS | DTYPES | {
+    "current_player", "step_count", "num_players", "p", "action", "range", "len", "count", "int", "float",
+    "self", "None", "True", "False", "import", "class", "def", "lambda", "while", "fn", "struct", "impl",
+    "mod", "use", "type", "ref", "mut", "state", "params", "key", "jnp", "jax", "np", "lax",
+}
+
+
+@dataclass(frozen=True)
+class StorageSym:
+    """A group of storage arrays reachable from one name: plain array, record (fields), zone or table."""
+
+    name: str
+    space: str  # state | const | obs | action
+    kind: str  # array | record | zone | table
+    outer: tuple[int, ...]  # leading dims shared by all parts
+    ty: Ty | None = None  # array: full type; zone: element type
+    parts: dict[str, Ty] = field(default_factory=dict)  # record fields / table columns: type of one element
+    capacity: int = 0
+    writable: bool = True
+    span: Span | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class ParamSym:
+    """A runtime parameter (static params are folded into constants)."""
+
+    name: str
+    ty: Ty
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class ConstSym:
+    """A compile-time scalar (static params, scalar constants, num_players)."""
+
+    name: str
+    ty: Ty
+    value: Union[bool, int, float]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class EnumSym:
+    """An enum type name (members are reached as `Enum.member`)."""
+
+    name: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CallableSym:
+    """A user function or procedure signature."""
+
+    name: str
+    params: tuple[tuple[str, Ty], ...]
+    returns: Ty | None
+    span: Span
+
+
+Symbol = Union[StorageSym, ParamSym, ConstSym, EnumSym, CallableSym]
+
+
+@dataclass
+class LocalVar:
+    """A local in a body: its type, static value range if known, and whether it may be reassigned."""
+
+    ty: Ty
+    mutable: bool
+    range: tuple[int, int] | None = None  # [lo, hi) for loop vars and action params
+
+
+@dataclass
+class Context:
+    """What a body may do."""
+
+    where: str
+    pure: bool = False  # no state writes, no randomness, no procedure calls
+    obs: bool = False  # observation fields are writable
+    returns: Ty | None = None  # inside a function
+    caller: str | None = None  # callable being checked (call graph)

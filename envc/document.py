@@ -1,0 +1,227 @@
+"""The YAML surface of a spec as pydantic models (also the source of `envc schema`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag
+
+Scalar = Union[bool, int, float]
+Dim = Union[int, str]
+Nested = JsonValue
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _short_or_long(v: Any) -> str:
+    return "long form" if isinstance(v, (dict, BaseModel)) else "short form"
+
+
+def either(short: Any, long: Any) -> Any:
+    """`short` (a scalar shorthand) or `long` (a mapping), with errors reported for the form written."""
+    return Annotated[
+        Union[Annotated[short, Tag("short form")], Annotated[long, Tag("long form")]],
+        Discriminator(_short_or_long),
+    ]
+
+
+def _type_kind(v: Any) -> str:
+    return "record type" if isinstance(v, dict) and "record" in v else "enum type"
+
+
+def _state_kind(v: Any) -> str:
+    if not isinstance(v, dict):
+        return "short form"
+    return "zone decl" if "zone" in v else "field decl"
+
+
+class ParamDecl(_Model):
+    """A parameter with a default; `static` params are compile-time (usable in shapes and loop bounds)."""
+
+    type: str = Field("f32", description="bool, i8, i16, i32, u32 or f32")
+    default: Scalar = Field(description="Default value, overridable at run time (static: at build time).")
+    static: bool = Field(False, description="Compile-time constant: may size arrays and bound loops.")
+    doc: str = ""
+
+
+class EnumDecl(_Model):
+    """An enumeration; stored as a small integer (its member index)."""
+
+    enum: list[str] = Field(min_length=1, examples=[["empty", "x", "o"]])
+    doc: str = ""
+
+
+class RecordField(_Model):
+    """A field of a record type."""
+
+    type: str
+    shape: list[Dim] = []
+    doc: str = ""
+
+
+class RecordDecl(_Model):
+    """A record type; arrays of records are stored as one array per field."""
+
+    record: dict[str, either(str, RecordField)]
+    doc: str = ""
+
+
+class ConstDecl(_Model):
+    """A compile-time constant scalar or array, inline or loaded from a CSV/YAML file beside the spec."""
+
+    type: str
+    shape: list[Dim] = []
+    value: Nested | None = None
+    file: str | None = None
+    doc: str = ""
+
+
+class ColumnDecl(_Model):
+    """A typed column of a constant table."""
+
+    type: str = Field(description="bool, sized int, f32, an enum name, or str (documentation only)")
+    shape: list[Dim] = []
+    default: Nested | None = None
+    doc: str = ""
+
+
+class TableDecl(_Model):
+    """A constant table (e.g. a card database): typed columns, rows inline or from a CSV/YAML file."""
+
+    columns: dict[str, either(str, ColumnDecl)]
+    rows: list[dict[str, Nested]] | None = None
+    file: str | None = None
+    doc: str = ""
+
+
+class FieldDecl(_Model):
+    """A state field: a scalar or fixed array, optionally one per player."""
+
+    type: str
+    shape: list[Dim] = []
+    per_player: bool = False
+    init: Nested | None = None
+    visible: Literal["all", "owner", "none"] = "all"
+    low: float | None = None
+    high: float | None = None
+    doc: str = ""
+
+
+class ZoneDecl(_Model):
+    """A zone/stack: a fixed-capacity array of elements plus a count."""
+
+    zone: str = Field(description="Element type (an int type or an enum)")
+    capacity: Dim
+    shape: list[Dim] = []
+    per_player: bool = False
+    visible: Literal["all", "owner", "none"] = "all"
+    doc: str = ""
+
+
+class ActionParamDecl(_Model):
+    """An action parameter over a finite range [low, high) or the members of an enum."""
+
+    range: Union[Dim, list[Dim], None] = None
+    type: str | None = None
+    doc: str = ""
+
+
+class ActionDecl(_Model):
+    """A named action kind: typed parameters, a legality predicate and an effect."""
+
+    params: dict[str, either(Dim, ActionParamDecl)] = {}
+    legal: Union[str, bool] = True
+    effect: str = "pass"
+    doc: str = ""
+
+
+class BoxDecl(_Model):
+    """A continuous box action (control tasks)."""
+
+    shape: list[Dim]
+    low: float
+    high: float
+
+
+class ContinuousDecl(_Model):
+    """A continuous action space; the effect reads `action`."""
+
+    box: BoxDecl
+    effect: str
+    doc: str = ""
+
+
+class RuleDecl(_Model):
+    """An automatic rule run after every action effect, in order (e.g. a between-turns checkup)."""
+
+    name: str
+    when: Union[str, bool] = True
+    body: str
+    doc: str = ""
+
+
+class ObsField(_Model):
+    """One part of the observation."""
+
+    type: str
+    shape: list[Dim] = []
+    low: float | None = None
+    high: float | None = None
+    doc: str = ""
+
+
+class ObservationDecl(_Model):
+    """The per-player observation: named fields written by `body` for player `p`."""
+
+    fields: dict[str, either(str, ObsField)]
+    body: str
+    doc: str = ""
+
+
+class CallableDecl(_Model):
+    """A helper function (pure, returns a value) or procedure (may write state, draw randomness)."""
+
+    params: dict[str, str] = {}
+    returns: str | None = None
+    body: str
+    doc: str = ""
+
+
+class SpecDocument(_Model):
+    """A whole envc spec file."""
+
+    name: str = Field(description="Identifier of the environment", examples=["cartpole"])
+    doc: str = ""
+    version: str = "0.1"
+    players: int = Field(1, ge=1, le=16)
+    params: dict[str, either(Scalar, ParamDecl)] = {}
+    types: dict[
+        str,
+        Annotated[
+            Union[Annotated[EnumDecl, Tag("enum type")], Annotated[RecordDecl, Tag("record type")]],
+            Discriminator(_type_kind),
+        ],
+    ] = {}
+    constants: dict[str, either(Scalar, ConstDecl)] = {}
+    tables: dict[str, TableDecl] = {}
+    state: dict[
+        str,
+        Annotated[
+            Union[Annotated[str, Tag("short form")], Annotated[FieldDecl, Tag("field decl")], Annotated[ZoneDecl, Tag("zone decl")]],
+            Discriminator(_state_kind),
+        ],
+    ]
+    actions: dict[str, Union[ActionDecl, None]] = {}
+    continuous_action: ContinuousDecl | None = None
+    reset: str = "pass"
+    rules: list[RuleDecl] = []
+    reward: Union[str, float, int] = 0.0
+    terminated: Union[str, bool] = False
+    truncated: Union[str, bool] = False
+    observation: ObservationDecl
+    invariants: dict[str, str] = {}
+    functions: dict[str, CallableDecl] = {}
+    procedures: dict[str, CallableDecl] = {}
+    illegal_action_penalty: float = -1.0

@@ -1,0 +1,866 @@
+"""The reference interpreter: the oracle every backend must match bit for bit.
+
+IR nodes are compiled once into Python closures; values are Python ints/floats wrapped or rounded to their
+dtype after every operation (ints wrap two's complement, f32 is rounded after each op). Spec bugs (division by
+zero, index out of range, full/empty zones) raise SpecRuntimeError at the rule's location when `strict`;
+otherwise the documented fallbacks apply (reads clamp, writes drop, x // 0 == x % 0 == 0, full push and empty
+pop do nothing and yield 0).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from envc import ir, rng
+from envc.diagnostics import Span, SpecRuntimeError
+from envc.ir import DType, Ty
+
+Value = Any
+Fn = Callable[["Frame"], Value]
+Op = Callable[["Frame"], None]
+
+NP_DTYPE = {
+    DType.BOOL: np.bool_, DType.I8: np.int8, DType.I16: np.int16, DType.I32: np.int32,
+    DType.U32: np.uint32, DType.F32: np.float32,
+}
+_pack = struct.Struct("f").pack
+_unpack = struct.Struct("f").unpack
+
+
+def f32(x: float) -> float:
+    """Round a Python float to the nearest f32 (IEEE, overflow to inf)."""
+    try:
+        return _unpack(_pack(x))[0]  # type: ignore[no-any-return]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def wrapper(dtype: DType) -> Callable[[Any], Any]:
+    """The function that brings a Python value into `dtype`."""
+    if dtype is DType.F32:
+        return f32
+    if dtype is DType.BOOL:
+        return bool
+    bits = dtype.bits
+    mask = (1 << bits) - 1
+    if not dtype.signed:
+        return lambda v: v & mask
+    half = 1 << (bits - 1)
+    return lambda v: ((v + half) & mask) - half
+
+
+def float_to_int(x: float, dtype: DType) -> int:
+    """Truncate toward zero, saturate at the type's range, NaN -> 0."""
+    if math.isnan(x):
+        return 0
+    lo, hi = dtype.int_range
+    if x >= hi:
+        return hi
+    if x <= lo:
+        return lo
+    return int(x)
+
+
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    acc = 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
+class Frame:
+    """Execution context: state storage, locals, the randomness key of this scope, obs and action buffers."""
+
+    __slots__ = ("st", "loc", "key", "obs", "act", "params")
+
+    def __init__(self, st: dict[str, list[Any]], key: rng.Key, params: Mapping[str, Any],
+                 obs: dict[str, list[Any]] | None = None, act: list[float] | None = None):
+        self.st = st
+        self.loc: dict[str, Any] = {}
+        self.key = key
+        self.obs = obs if obs is not None else {}
+        self.act = act if act is not None else []
+        self.params = params
+
+    def child(self, key: rng.Key) -> Frame:
+        """A frame for a callee: same storage, fresh locals."""
+        return Frame(self.st, key, self.params, self.obs, self.act)
+
+
+class Compiler:
+    """Compiles IR expressions and statements into closures."""
+
+    def __init__(self, spec: ir.SpecIR, strict: bool):
+        self.spec = spec
+        self.strict = strict
+        self.shapes: dict[tuple[str, str], tuple[int, ...]] = {}
+        for f in spec.fields:
+            self.shapes[("state", f.name)] = f.ty.shape
+        for c in spec.consts:
+            self.shapes[("const", c.name)] = c.ty.shape
+        for o in spec.obs_fields:
+            self.shapes[("obs", o.name)] = o.ty.shape
+        if spec.box is not None:
+            self.shapes[("action", "action")] = spec.box.shape
+        self.consts = {c.name: list(c.values) for c in spec.consts}
+        self.callables: dict[str, ir.CallableInfo] = {c.name: c for c in spec.callables}
+        self.compiled_fns: dict[str, Callable[[Frame, list[Any]], Any]] = {}
+
+    # ---- errors ------------------------------------------------------
+    def fail(self, span: Span, msg: str) -> None:
+        if self.strict:
+            raise SpecRuntimeError(span, msg)
+
+    # ---- storage access -----------------------------------------------
+    def _getter(self, space: str, name: str) -> Callable[[Frame], list[Any]]:
+        if space == "state":
+            return lambda fr: fr.st[name]
+        if space == "obs":
+            return lambda fr: fr.obs[name]
+        if space == "action":
+            return lambda fr: fr.act
+        data = self.consts[name]
+        return lambda fr: data
+
+    def _offset(self, space: str, name: str, index: Sequence[ir.Expr], span: Span) -> tuple[Fn, int]:
+        """A closure computing the flat offset of the leading `index`, and the size of what remains."""
+        shape = self.shapes[(space, name)]
+        strides = _strides(shape)
+        k = len(index)
+        rest = math.prod(shape[k:])
+        if k == 0:
+            return (lambda fr: 0), rest
+        parts = [(self.expr(i), shape[j], strides[j]) for j, i in enumerate(index)]
+        fail = self.fail
+        label = name
+
+        def offset(fr: Frame) -> int:
+            off = 0
+            for f, dim, stride in parts:
+                v = f(fr)
+                if v < 0 or v >= dim:
+                    fail(span, f"index {v} out of range for '{label}' (size {dim})")
+                    v = 0 if v < 0 else dim - 1
+                off += v * stride
+            return off
+
+        if len(parts) == 1:
+            f0, dim0, stride0 = parts[0]
+
+            def offset1(fr: Frame) -> int:
+                v = f0(fr)
+                if v < 0 or v >= dim0:
+                    fail(span, f"index {v} out of range for '{label}' (size {dim0})")
+                    v = 0 if v < 0 else dim0 - 1
+                return v * stride0  # type: ignore[no-any-return]
+
+            return offset1, rest
+        return offset, rest
+
+    # ---- expressions ---------------------------------------------------
+    def expr(self, e: ir.Expr) -> Fn:
+        return getattr(self, "x_" + e.kind)(e)  # type: ignore[no-any-return]
+
+    def x_lit(self, e: ir.Lit) -> Fn:
+        v = e.value
+        return lambda fr: v
+
+    def x_param(self, e: ir.Param) -> Fn:
+        n = e.name
+        return lambda fr: fr.params[n]
+
+    def x_local(self, e: ir.Local) -> Fn:
+        n = e.name
+        return lambda fr: fr.loc[n]
+
+    def x_read(self, e: ir.Read) -> Fn:
+        get = self._getter(e.space, e.name)
+        off, rest = self._offset(e.space, e.name, e.index, e.span)
+        if e.ty.shape:
+            return lambda fr: get(fr)[off(fr):off(fr) + rest]
+        if not e.index:
+            return lambda fr: get(fr)[0]
+        return lambda fr: get(fr)[off(fr)]
+
+    def x_unary(self, e: ir.Unary) -> Fn:
+        x = self.expr(e.x)
+        if e.op == "not":
+            return lambda fr: not x(fr)
+        w = wrapper(e.ty.dtype)
+        return lambda fr: w(-x(fr))
+
+    def x_binary(self, e: ir.Binary) -> Fn:
+        a, b = self.expr(e.a), self.expr(e.b)
+        op = e.op
+        if op == "and":
+            return lambda fr: a(fr) and b(fr)
+        if op == "or":
+            return lambda fr: a(fr) or b(fr)
+        cmp = {"==": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
+               "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
+        if op in cmp:
+            if op == "==":
+                return lambda fr: a(fr) == b(fr)
+            if op == "<":
+                return lambda fr: a(fr) < b(fr)
+            c = cmp[op]
+            return lambda fr: c(a(fr), b(fr))
+        dt = e.ty.dtype
+        if dt is DType.BOOL:
+            bop = {"&": lambda x, y: x and y, "|": lambda x, y: x or y, "^": lambda x, y: x != y}[op]
+            return lambda fr: bop(a(fr), b(fr))
+        w = wrapper(dt)
+        span = e.span
+        if dt is DType.F32:
+            if op == "+":
+                return lambda fr: f32(a(fr) + b(fr))
+            if op == "-":
+                return lambda fr: f32(a(fr) - b(fr))
+            if op == "*":
+                return lambda fr: f32(a(fr) * b(fr))
+            if op == "/":
+                return lambda fr: _fdiv(a(fr), b(fr))
+            if op == "//":
+                return lambda fr: _ffloordiv(a(fr), b(fr))
+            if op == "%":
+                return lambda fr: _fmod(a(fr), b(fr))
+        if op == "+":
+            return lambda fr: w(a(fr) + b(fr))
+        if op == "-":
+            return lambda fr: w(a(fr) - b(fr))
+        if op == "*":
+            return lambda fr: w(a(fr) * b(fr))
+        if op in ("//", "%"):
+            fail = self.fail
+            floor = op == "//"
+
+            def divmod_(fr: Frame) -> int:
+                x, y = a(fr), b(fr)
+                if y == 0:
+                    fail(span, "integer division by zero")
+                    return 0
+                return w(x // y if floor else x % y)  # type: ignore[no-any-return]
+
+            return divmod_
+        iop = {"&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
+        return lambda fr: w(iop(a(fr), b(fr)))
+
+    def x_cast(self, e: ir.Cast) -> Fn:
+        x = self.expr(e.x)
+        src, dst = e.x.ty.dtype, e.ty.dtype
+        if dst is DType.BOOL:
+            return lambda fr: x(fr) != 0
+        if dst is DType.F32:
+            return lambda fr: f32(float(x(fr)))
+        if src is DType.F32:
+            return lambda fr: float_to_int(x(fr), dst)
+        w = wrapper(dst)
+        return lambda fr: w(int(x(fr)))
+
+    def x_select(self, e: ir.Select) -> Fn:
+        c, a, b = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
+        return lambda fr: a(fr) if c(fr) else b(fr)
+
+    def x_math(self, e: ir.Math) -> Fn:
+        args = [self.expr(a) for a in e.args]
+        fn = e.fn
+        w = wrapper(e.ty.dtype)
+        if fn == "abs":
+            a0 = args[0]
+            return lambda fr: w(abs(a0(fr)))
+        if fn in ("min", "max"):
+            a0, a1 = args
+            m = min if fn == "min" else max
+            if e.ty.dtype is DType.F32:
+                return lambda fr: _fminmax(m, a0(fr), a1(fr))
+            return lambda fr: m(a0(fr), a1(fr))
+        if fn == "clip":
+            a0, a1, a2 = args
+            if e.ty.dtype is DType.F32:
+                return lambda fr: _fminmax(min, _fminmax(max, a0(fr), a1(fr)), a2(fr))
+            return lambda fr: min(max(a0(fr), a1(fr)), a2(fr))
+        if fn == "atan2":
+            a0, a1 = args
+            return lambda fr: f32(math.atan2(a0(fr), a1(fr)))
+        f = _MATH[fn]
+        a0 = args[0]
+        return lambda fr: f32(f(a0(fr)))
+
+    def _reducer(self, op: str, ty: Ty, elt_ty: Ty, span: Span, site: int) -> Callable[[Frame, list[Any], list[Any]], Any]:
+        """Reduce a list of values (with their positions) to one result."""
+        w = wrapper(ty.dtype)
+        fail = self.fail
+        if op == "sum":
+            if ty.dtype is DType.F32:
+                def fsum(fr: Frame, vals: list[Any], pos: list[Any]) -> float:
+                    acc = 0.0
+                    for v in vals:
+                        acc = f32(acc + v)
+                    return acc
+                return fsum
+            return lambda fr, vals, pos: w(sum(vals))
+        if op == "any":
+            return lambda fr, vals, pos: any(vals)
+        if op == "all":
+            return lambda fr, vals, pos: all(vals)
+        if op == "count":
+            return lambda fr, vals, pos: sum(1 for v in vals if v)
+        if op in ("min", "max"):
+            if elt_ty.dtype is DType.F32:
+                empty = math.inf if op == "min" else -math.inf
+            else:
+                empty = elt_ty.dtype.int_range[1 if op == "min" else 0] if elt_ty.enum is None else 0
+            m = min if op == "min" else max
+            return lambda fr, vals, pos: m(vals) if vals else empty
+        if op in ("argmax", "argmin"):
+            better = (lambda x, y: x > y) if op == "argmax" else (lambda x, y: x < y)
+
+            def arg(fr: Frame, vals: list[Any], pos: list[Any]) -> int:
+                best = -1
+                bv: Any = None
+                for v, p in zip(vals, pos):
+                    if best < 0 or better(v, bv):
+                        best, bv = p, v
+                return best
+            return arg
+
+        def choice(fr: Frame, vals: list[Any], pos: list[Any]) -> int:
+            mask = [bool(v) for v in vals]
+            if not any(mask):
+                fail(span, "choice(...) from an empty mask")
+                return pos[0] if pos else 0
+            i = rng.choice_mask(rng.fold_in(fr.key, site), mask)
+            return pos[i]  # type: ignore[no-any-return]
+        return choice
+
+    def x_reduce(self, e: ir.Reduce) -> Fn:
+        elt = self.expr(e.elt)
+        cond = self.expr(e.cond) if e.cond is not None else None
+        red = self._reducer(e.op, e.ty, e.elt.ty, e.span, e.site)
+        var, lo, hi = e.var, e.start, e.stop
+        choice = e.op == "choice"
+
+        def run(fr: Frame) -> Any:
+            vals: list[Any] = []
+            pos: list[int] = []
+            loc = fr.loc
+            for i in range(lo, hi):
+                loc[var] = i
+                if cond is None or cond(fr):
+                    vals.append(elt(fr))
+                    pos.append(i)
+                elif choice:
+                    vals.append(False)
+                    pos.append(i)
+            return red(fr, vals, pos)
+
+        return run
+
+    def x_reduce_array(self, e: ir.ReduceArray) -> Fn:
+        x = self.expr(e.x)
+        red = self._reducer(e.op, e.ty, e.x.ty, e.span, e.site)
+        return lambda fr: red(fr, x(fr), list(range(math.prod(e.x.ty.shape))))
+
+    def x_random(self, e: ir.Random) -> Fn:
+        args = [self.expr(a) for a in e.args]
+        site = e.site
+        if e.dist == "uniform":
+            lo, hi = args
+            return lambda fr: rng.uniform_scalar(rng.fold_in(fr.key, site), lo(fr), hi(fr))
+        if e.dist == "randint":
+            lo, hi = args
+            return lambda fr: rng.randint_scalar(rng.fold_in(fr.key, site), lo(fr), hi(fr))
+        p = args[0]
+        return lambda fr: rng.bernoulli_scalar(rng.fold_in(fr.key, site), p(fr))
+
+    def x_call_fn(self, e: ir.CallFn) -> Fn:
+        args = [self.expr(a) for a in e.args]
+        name = e.fn
+        fns = self.compiled_fns
+
+        def call(fr: Frame) -> Any:
+            return fns[name](fr, [a(fr) for a in args])
+
+        return call
+
+    def x_zone_find(self, e: ir.ZoneFind) -> Fn:
+        base, cnt = self.zone(e.zone)
+        v = self.expr(e.value)
+        z = e.zone.name
+        zc = z + ".count"
+        find_index = e.op == "index_of"
+
+        def find(fr: Frame) -> Any:
+            b, c = base(fr), cnt(fr)
+            n = fr.st[zc][c]
+            data = fr.st[z]
+            want = v(fr)
+            for i in range(n):
+                if data[b + i] == want:
+                    return i if find_index else True
+            return -1 if find_index else False
+
+        return find
+
+    def zone(self, z: ir.ZoneRef) -> tuple[Fn, Fn]:
+        """Closures for the flat offset of the zone's first slot and of its count."""
+        off, _ = self._offset("state", z.name + ".count", z.index, z.span)
+        cap = z.capacity
+        return (lambda fr: off(fr) * cap), off
+
+    # ---- statements ----------------------------------------------------
+    def block(self, stmts: Sequence[ir.Stmt]) -> Op:
+        ops = [self.stmt(s) for s in stmts]
+        if len(ops) == 1:
+            return ops[0]
+
+        def run(fr: Frame) -> None:
+            for op in ops:
+                op(fr)
+
+        return run
+
+    def stmt(self, s: ir.Stmt) -> Op:
+        return getattr(self, "s_" + s.kind)(s)  # type: ignore[no-any-return]
+
+    def s_let(self, s: ir.LetS) -> Op:
+        v = self.expr(s.value)
+        n = s.name
+
+        def let(fr: Frame) -> None:
+            fr.loc[n] = v(fr)
+
+        return let
+
+    def store(self, t: ir.Target) -> Callable[[Frame, Any], None]:
+        """A closure that writes a value (scalar, or array for array targets) to target `t`."""
+        if t.space == "local":
+            n = t.name
+
+            def set_local(fr: Frame, v: Any) -> None:
+                fr.loc[n] = v
+
+            return set_local
+        get = self._getter(t.space, t.name)
+        off, rest = self._offset(t.space, t.name, t.index, t.span)
+        if not t.ty.shape:
+            def set_one(fr: Frame, v: Any) -> None:
+                get(fr)[off(fr)] = v
+            return set_one
+
+        def set_many(fr: Frame, v: Any) -> None:
+            o = off(fr)
+            get(fr)[o:o + rest] = v if isinstance(v, list) else [v] * rest
+
+        return set_many
+
+    def s_assign(self, s: ir.Assign) -> Op:
+        v = self.expr(s.value)
+        put = self.store(s.target)
+        return lambda fr: put(fr, v(fr))
+
+    def s_if(self, s: ir.IfS) -> Op:
+        c = self.expr(s.cond)
+        then = self.block(s.then)
+        orelse = self.block(s.orelse) if s.orelse else None
+
+        def if_(fr: Frame) -> None:
+            if c(fr):
+                then(fr)
+            elif orelse is not None:
+                orelse(fr)
+
+        return if_
+
+    def s_switch(self, s: ir.Switch) -> Op:
+        subj = self.expr(s.subject)
+        table: dict[int, Op] = {}
+        for members, body in s.cases:
+            op = self.block(body)
+            for m in members:
+                table[m] = op
+        default = self.block(s.default)
+
+        def switch(fr: Frame) -> None:
+            table.get(subj(fr), default)(fr)
+
+        return switch
+
+    def s_for(self, s: ir.ForS) -> Op:
+        body = self.block(s.body)
+        var, lo, hi, lid = s.var, s.start, s.stop, s.loop_id
+        if not s.random:
+            def loop(fr: Frame) -> None:
+                loc = fr.loc
+                for i in range(lo, hi):
+                    loc[var] = i
+                    body(fr)
+            return loop
+
+        def rloop(fr: Frame) -> None:
+            outer = fr.key
+            base = rng.fold_in(outer, lid)
+            for i in range(lo, hi):
+                fr.loc[var] = i
+                fr.key = rng.fold_in(base, i)
+                body(fr)
+            fr.key = outer
+
+        return rloop
+
+    def s_zone_op(self, s: ir.ZoneOp) -> Op:
+        base, cnt = self.zone(s.zone)
+        z, zc, cap = s.zone.name, s.zone.name + ".count", s.zone.capacity
+        fail, span, op = self.fail, s.span, s.op
+        idx = self.expr(s.index) if s.index is not None else None
+        val = self.expr(s.value) if s.value is not None else None
+        out = self.store(s.out) if s.out is not None else None
+        site = s.site
+
+        def zop(fr: Frame) -> None:
+            b, co = base(fr), cnt(fr)
+            data, counts = fr.st[z], fr.st[zc]
+            n = counts[co]
+            if op == "push":
+                assert val is not None
+                v = val(fr)
+                if n >= cap:
+                    fail(span, f"push onto full zone '{z}' (capacity {cap})")
+                    return
+                data[b + n] = v
+                counts[co] = n + 1
+            elif op == "insert":
+                assert val is not None and idx is not None
+                i, v = idx(fr), val(fr)
+                if n >= cap or not 0 <= i <= n:
+                    fail(span, f"insert at {i} into zone '{z}' holding {n} of {cap}")
+                    return
+                data[b + i + 1:b + n + 1] = data[b + i:b + n]
+                data[b + i] = v
+                counts[co] = n + 1
+            elif op == "pop":
+                got = 0
+                if n == 0:
+                    fail(span, f"pop from empty zone '{z}'")
+                else:
+                    got = data[b + n - 1]
+                    data[b + n - 1] = 0
+                    counts[co] = n - 1
+                if out is not None:
+                    out(fr, got)
+            elif op == "remove_at":
+                assert idx is not None
+                i = idx(fr)
+                got = 0
+                if not 0 <= i < n:
+                    fail(span, f"remove_at {i} from zone '{z}' holding {n}")
+                else:
+                    got = data[b + i]
+                    data[b + i:b + n - 1] = data[b + i + 1:b + n]
+                    data[b + n - 1] = 0
+                    counts[co] = n - 1
+                if out is not None:
+                    out(fr, got)
+            elif op == "clear":
+                data[b:b + cap] = [0] * cap
+                counts[co] = 0
+            else:  # shuffle
+                order = rng.shuffle_order(rng.fold_in(fr.key, site), cap, n)
+                old = data[b:b + cap]
+                data[b:b + cap] = [old[o] for o in order]
+
+        return zop
+
+    def s_call_proc(self, s: ir.CallProc) -> Op:
+        args = [self.expr(a) for a in s.args]
+        proc = self.callables[s.proc]
+        names = [n for n, _ in proc.params]
+        site = s.site
+        fns = self.compiled_fns
+        pname = s.proc
+        random = proc.random
+
+        def call(fr: Frame) -> None:
+            sub = fr.child(rng.fold_in(fr.key, site) if random else fr.key)
+            sub.loc = dict(zip(names, [a(fr) for a in args]))
+            fns[pname](sub, [])
+
+        return call
+
+    def s_return(self, s: ir.ReturnS) -> Op:
+        raise AssertionError("return is compiled by the function compiler")
+
+    def compile_callables(self) -> None:
+        for c in self.spec.callables:
+            names = [n for n, _ in c.params]
+            if c.returns is not None:
+                body = self.block(c.body[:-1])
+                last = c.body[-1]
+                assert isinstance(last, ir.ReturnS)
+                result = self.expr(last.value)
+
+                def fn(fr: Frame, args: list[Any], body: Op = body, result: Fn = result,
+                       names: list[str] = names) -> Any:
+                    sub = fr.child(fr.key)
+                    sub.loc = dict(zip(names, args))
+                    body(sub)
+                    return result(sub)
+
+                self.compiled_fns[c.name] = fn
+            else:
+                pbody = self.block(c.body)
+
+                def proc(fr: Frame, args: list[Any], pbody: Op = pbody) -> None:
+                    pbody(fr)
+
+                self.compiled_fns[c.name] = proc
+
+
+_MATH: dict[str, Callable[[float], float]] = {
+    "sqrt": lambda x: math.sqrt(x) if x >= 0 else (x if math.isnan(x) else math.nan),
+    "sin": lambda x: math.sin(x) if math.isfinite(x) else math.nan,
+    "cos": lambda x: math.cos(x) if math.isfinite(x) else math.nan,
+    "tan": lambda x: math.tan(x) if math.isfinite(x) else math.nan,
+    "exp": lambda x: math.exp(x) if x < 710 else math.inf,
+    "log": lambda x: math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan),
+    "tanh": math.tanh,
+    "floor": lambda x: float(math.floor(x)) if math.isfinite(x) else x,
+    "ceil": lambda x: float(math.ceil(x)) if math.isfinite(x) else x,
+}
+
+
+def _fdiv(x: float, y: float) -> float:
+    if y == 0:
+        if x == 0 or math.isnan(x):
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+    return f32(x / y)
+
+
+def _ffloordiv(x: float, y: float) -> float:
+    q = _fdiv(x, y)
+    return float(math.floor(q)) if math.isfinite(q) else q
+
+
+def _fmod(x: float, y: float) -> float:
+    if y == 0 or not math.isfinite(x):
+        return math.nan
+    return f32(x % y)
+
+
+def _fminmax(m: Callable[..., float], x: float, y: float) -> float:
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    return m(x, y)
+
+
+@dataclass(frozen=True)
+class State:
+    """A pgx-style environment state; `data` holds every storage array of the spec (flat, row-major)."""
+
+    current_player: int
+    observation: Any
+    rewards: np.ndarray
+    terminated: bool
+    truncated: bool
+    legal_action_mask: np.ndarray
+    step_count: int
+    data: dict[str, list[Any]] = field(repr=False)
+
+
+class ReferenceEnv:
+    """The reference interpreter of a spec with the envc runtime API (init/step/state_to_dict/...)."""
+
+    backend = "reference"
+
+    def __init__(self, spec: ir.SpecIR, params: Mapping[str, Any] | None = None, strict: bool = True):
+        self.spec = spec
+        self.params = {p.name: p.default for p in spec.params if not p.static}
+        unknown = set(params or {}) - set(self.params)
+        if unknown:
+            raise KeyError(f"unknown runtime params {sorted(unknown)}; runtime params are {sorted(self.params)}")
+        for k, v in (params or {}).items():
+            ty = next(p.ty for p in spec.params if p.name == k)
+            self.params[k] = wrapper(ty.dtype)(v)
+        self.num_players = spec.players
+        self.num_actions = spec.num_actions
+        c = Compiler(spec, strict)
+        c.compile_callables()
+        self._c = c
+        self._reset = c.block(spec.reset)
+        self._effects = [c.block(a.effect) for a in spec.actions]
+        self._legal = [c.expr(a.legal) for a in spec.actions]
+        self._box = c.block(spec.box.effect) if spec.box is not None else None
+        self._rules = [(c.expr(r.when), c.block(r.body)) for r in spec.rules]
+        self._reward = c.expr(spec.reward)
+        self._term = c.expr(spec.terminated)
+        self._trunc = c.expr(spec.truncated)
+        self._obs = c.block(spec.observation)
+        self._inv = [(n, c.expr(x)) for n, x in spec.invariants]
+        self._decode: list[tuple[int, list[tuple[str, int, int]]]] = []
+        for k, a in enumerate(spec.actions):
+            for local in range(a.size):
+                vals = []
+                rem = local
+                for p in reversed(a.params):
+                    size = p.stop - p.start
+                    vals.append((p.name, p.start + rem % size, size))
+                    rem //= size
+                self._decode.append((k, list(reversed(vals))))
+        self._field_info = {f.name: f for f in spec.fields}
+        self._zero_key = (0, 0)
+
+    # ---- derived parts ---------------------------------------------------
+    def _frame(self, data: dict[str, list[Any]], key: rng.Key) -> Frame:
+        return Frame(data, key, self.params)
+
+    def observe(self, state: State, player: int) -> Any:
+        """The observation of `player` in `state`."""
+        return self._observe(state.data, player)
+
+    def _observe(self, data: dict[str, list[Any]], player: int) -> Any:
+        obs = {o.name: [_zero_of(o.ty)] * math.prod(o.ty.shape) for o in self.spec.obs_fields}
+        fr = Frame(data, self._zero_key, self.params, obs)
+        fr.loc["p"] = player
+        self._obs(fr)
+        arrays = {o.name: np.array(obs[o.name], dtype=NP_DTYPE[o.ty.dtype]).reshape(o.ty.shape)
+                  for o in self.spec.obs_fields}
+        if len(arrays) == 1:
+            return next(iter(arrays.values()))
+        return arrays
+
+    def _mask(self, data: dict[str, list[Any]]) -> np.ndarray:
+        fr = self._frame(data, self._zero_key)
+        out = np.zeros(self.num_actions, dtype=np.bool_)
+        for a_id, (k, vals) in enumerate(self._decode):
+            for n, v, _ in vals:
+                fr.loc[n] = v
+            out[a_id] = bool(self._legal[k](fr))
+        return out
+
+    def _finish(self, data: dict[str, list[Any]], rewards: np.ndarray, term: bool, trunc: bool) -> State:
+        mask = np.ones(self.num_actions, dtype=np.bool_) if (term or trunc) else self._mask(data)
+        cp = data["current_player"][0]
+        return State(current_player=cp, observation=self._observe(data, cp), rewards=rewards, terminated=term,
+                     truncated=trunc, legal_action_mask=mask, step_count=data["step_count"][0], data=data)
+
+    # ---- API ---------------------------------------------------------------
+    def init(self, key: Any) -> State:
+        """A fresh episode: field inits, then the reset body keyed by `key`."""
+        data = {f.name: list(f.init) for f in self.spec.fields}
+        self._reset(self._frame(data, rng.as_key(key)))
+        return self._finish(data, np.zeros(self.num_players, np.float32), False, False)
+
+    def step(self, state: State, action: Any, key: Any = None) -> State:
+        """One transition: action effect, automatic rules, then rewards and termination."""
+        if state.terminated or state.truncated:
+            return replace(state, rewards=np.zeros(self.num_players, np.float32))
+        k = rng.as_key(key) if key is not None else self._zero_key
+        data = {n: v.copy() for n, v in state.data.items()}
+        data["step_count"][0] = wrapper(DType.I32)(data["step_count"][0] + 1)
+        fr = self._frame(data, k)
+        if self._box is not None:
+            fr.act = [f32(float(v)) for v in np.asarray(action, dtype=np.float32).reshape(-1)]
+            self._box(fr)
+        else:
+            a = int(action)
+            if not (0 <= a < self.num_actions) or not state.legal_action_mask[a]:
+                pen = self.spec.illegal_action_penalty
+                rewards = np.full(self.num_players, -pen * (self.num_players - 1), np.float32)
+                rewards[state.current_player] = pen
+                return self._finish(data, rewards, True, False)
+            kind, vals = self._decode[a]
+            for n, v, _ in vals:
+                fr.loc[n] = v
+            self._effects[kind](fr)
+        for when, body in self._rules:
+            fr.loc = {}
+            if when(fr):
+                body(fr)
+        fr.loc = {}
+        rewards = np.zeros(self.num_players, np.float32)
+        for p in range(self.num_players):
+            fr.loc["p"] = p
+            rewards[p] = self._reward(fr)
+        return self._finish(data, rewards, bool(self._term(fr)), bool(self._trunc(fr)))
+
+    def invariants(self, state: State) -> list[str]:
+        """Names of the declared invariants that `state` violates."""
+        fr = self._frame(state.data, self._zero_key)
+        return [n for n, f in self._inv if not f(fr)]
+
+    def state_to_dict(self, state: State) -> dict[str, np.ndarray]:
+        """Every field as a numpy array, plus rewards/terminated/truncated/legal_action_mask/observation."""
+        out: dict[str, np.ndarray] = {}
+        for f in self.spec.fields:
+            out[f.name] = np.array(state.data[f.name], dtype=NP_DTYPE[f.ty.dtype]).reshape(f.ty.shape)
+        out["rewards"] = np.asarray(state.rewards, np.float32)
+        out["terminated"] = np.bool_(state.terminated)
+        out["truncated"] = np.bool_(state.truncated)
+        out["legal_action_mask"] = np.asarray(state.legal_action_mask)
+        obs = state.observation
+        if isinstance(obs, dict):
+            for k, v in obs.items():
+                out[f"observation.{k}"] = v
+        else:
+            out["observation"] = obs
+        return out
+
+    def state_from_dict(self, d: Mapping[str, Any]) -> State:
+        """Build a state from `state_to_dict`-style arrays; mask and observation are recomputed."""
+        missing = [f.name for f in self.spec.fields if f.name not in d]
+        if missing:
+            raise KeyError(f"state dict lacks fields {missing}")
+        data: dict[str, list[Any]] = {}
+        for f in self.spec.fields:
+            arr = np.asarray(d[f.name])
+            if arr.shape != f.ty.shape:
+                raise ValueError(f"field '{f.name}' has shape {arr.shape}, expected {f.ty.shape}")
+            w = wrapper(f.ty.dtype)
+            conv = float if f.ty.dtype is DType.F32 else (bool if f.ty.dtype is DType.BOOL else int)
+            data[f.name] = [w(conv(v)) for v in arr.reshape(-1).tolist()]
+        rewards = np.asarray(d.get("rewards", np.zeros(self.num_players)), np.float32)
+        return self._finish(data, rewards, bool(d.get("terminated", False)), bool(d.get("truncated", False)))
+
+
+def _zero_of(ty: Ty) -> Any:
+    if ty.dtype is DType.BOOL:
+        return False
+    return 0.0 if ty.dtype is DType.F32 else 0
+
+
+class GymnaxLike:
+    """A gymnax-style single-agent wrapper around an env: reset/step with same-step auto-reset."""
+
+    def __init__(self, env: ReferenceEnv):
+        if env.num_players != 1:
+            raise ValueError("the gymnax wrapper is for single-agent specs")
+        self.env = env
+
+    @property
+    def default_params(self) -> dict[str, Any]:
+        """Runtime params of the spec."""
+        return dict(self.env.params)
+
+    def reset(self, key: Any, params: Any = None) -> tuple[Any, State]:
+        """(obs, state) of a new episode."""
+        s = self.env.init(key)
+        return s.observation, s
+
+    def step(self, key: Any, state: State, action: Any, params: Any = None) -> tuple[Any, State, float, bool, bool, dict[str, Any]]:
+        """gymnax 1.x `step`: (obs, state, reward, terminated, truncated, info), resetting on done."""
+        key_step, key_reset = rng.split(rng.as_key(key))
+        s = self.env.step(state, action, key_step)
+        info = {"final_observation": s.observation}
+        reward = float(s.rewards[0])
+        if s.terminated or s.truncated:
+            r = self.env.init(key_reset)
+            return r.observation, r, reward, s.terminated, s.truncated, info
+        return s.observation, s, reward, s.terminated, s.truncated, info

@@ -1,0 +1,450 @@
+"""The typed intermediate spec: every name resolved, every expression typed (dtype + static shape).
+
+Backends read only this. Storage names are dotted paths: a record field `bench.damage`, a zone's
+count `hand.count`, a table column `cards.hp`; these are also the keys of `state_to_dict`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envc.diagnostics import Span
+
+
+class DType(str, Enum):
+    """Scalar element types."""
+
+    BOOL = "bool"
+    I8 = "i8"
+    I16 = "i16"
+    I32 = "i32"
+    U32 = "u32"
+    F32 = "f32"
+
+    @property
+    def is_int(self) -> bool:
+        """Sized integer?"""
+        return self in (DType.I8, DType.I16, DType.I32, DType.U32)
+
+    @property
+    def bits(self) -> int:
+        """Width of an integer type."""
+        return {"i8": 8, "i16": 16, "i32": 32, "u32": 32}[self.value]
+
+    @property
+    def signed(self) -> bool:
+        """Signed integer?"""
+        return self in (DType.I8, DType.I16, DType.I32)
+
+    @property
+    def int_range(self) -> tuple[int, int]:
+        """Inclusive (min, max) of an integer type."""
+        if self.signed:
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        return 0, (1 << self.bits) - 1
+
+
+class _Node(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class Ty(_Node):
+    """A type: element dtype, static shape, and the enum name for enum values."""
+
+    dtype: DType
+    shape: tuple[int, ...] = ()
+    enum: str | None = None
+
+    def scalar(self) -> Ty:
+        """The element type."""
+        return Ty(dtype=self.dtype, enum=self.enum)
+
+    def show(self) -> str:
+        """Human-readable form, e.g. `i8[3, 3]` or `Cell`."""
+        base = self.enum or self.dtype.value
+        return f"{base}[{', '.join(map(str, self.shape))}]" if self.shape else base
+
+
+BOOL = Ty(dtype=DType.BOOL)
+I32 = Ty(dtype=DType.I32)
+F32 = Ty(dtype=DType.F32)
+
+
+class _Expr(_Node):
+    ty: Ty
+    span: Span
+
+
+class Lit(_Expr):
+    """A constant value (ints already fitted to their type)."""
+
+    kind: Literal["lit"] = "lit"
+    value: Union[bool, int, float]
+
+
+class Param(_Expr):
+    """A runtime parameter."""
+
+    kind: Literal["param"] = "param"
+    name: str
+
+
+class Local(_Expr):
+    """A local: `let` variable, loop variable, action/function/procedure parameter, `p`."""
+
+    kind: Literal["local"] = "local"
+    name: str
+
+
+class Read(_Expr):
+    """Read of storage (`space` state, const or obs) with leading indices; the rest of the shape remains."""
+
+    kind: Literal["read"] = "read"
+    space: Literal["state", "const", "obs", "action"]
+    name: str
+    index: tuple[Expr, ...] = ()
+
+
+class Unary(_Expr):
+    """`neg` or `not`."""
+
+    kind: Literal["unary"] = "unary"
+    op: Literal["neg", "not"]
+    x: Expr
+
+
+class Binary(_Expr):
+    """A binary op; operands are already cast to a common type (comparisons yield bool)."""
+
+    kind: Literal["binary"] = "binary"
+    op: str
+    a: Expr
+    b: Expr
+
+
+class Cast(_Expr):
+    """Conversion to `ty` (ints wrap, floats to ints truncate and saturate, NaN -> 0)."""
+
+    kind: Literal["cast"] = "cast"
+    x: Expr
+
+
+class Select(_Expr):
+    """`if cond then a else b`."""
+
+    kind: Literal["select"] = "select"
+    cond: Expr
+    a: Expr
+    b: Expr
+
+
+class Math(_Expr):
+    """A builtin math function: abs min max clip sqrt sin cos tan exp log tanh floor ceil atan2."""
+
+    kind: Literal["math"] = "math"
+    fn: str
+    args: tuple[Expr, ...]
+
+
+class Reduce(_Expr):
+    """A reduction over `var` in range(start, stop) of `elt`, counting only where `cond`."""
+
+    kind: Literal["reduce"] = "reduce"
+    op: Literal["sum", "any", "all", "count", "min", "max", "argmax", "argmin", "choice"]
+    var: str
+    start: int
+    stop: int
+    elt: Expr
+    cond: Expr | None = None
+    site: int = -1
+
+
+class ReduceArray(_Expr):
+    """A reduction over every element of an array-valued expression (row-major)."""
+
+    kind: Literal["reduce_array"] = "reduce_array"
+    op: Literal["sum", "any", "all", "count", "min", "max", "argmax", "argmin", "choice"]
+    x: Expr
+    site: int = -1
+
+
+class Random(_Expr):
+    """A draw: uniform(lo, hi) f32, randint(lo, hi) i32, bernoulli(p) bool; keyed by its static site."""
+
+    kind: Literal["random"] = "random"
+    dist: Literal["uniform", "randint", "bernoulli"]
+    args: tuple[Expr, ...]
+    site: int
+
+
+class CallFn(_Expr):
+    """Call of a pure user function."""
+
+    kind: Literal["call_fn"] = "call_fn"
+    fn: str
+    args: tuple[Expr, ...]
+
+
+class ZoneFind(_Expr):
+    """`contains(z, v)` (bool) or `index_of(z, v)` (i32, -1 if absent) over the zone's live elements."""
+
+    kind: Literal["zone_find"] = "zone_find"
+    op: Literal["contains", "index_of"]
+    zone: ZoneRef
+    value: Expr
+
+
+Expr = Annotated[
+    Union[Lit, Param, Local, Read, Unary, Binary, Cast, Select, Math, Reduce, ReduceArray, Random, CallFn, ZoneFind],
+    Field(discriminator="kind"),
+]
+
+
+class ZoneRef(_Node):
+    """A zone selected by its leading (e.g. per-player) indices; storage `name` and `name.count`."""
+
+    name: str
+    index: tuple[Expr, ...] = ()
+    capacity: int
+    elem: Ty
+    span: Span
+
+
+class Target(_Node):
+    """Where a statement writes: a local, or storage with leading indices."""
+
+    space: Literal["local", "state", "obs"]
+    name: str
+    index: tuple[Expr, ...] = ()
+    ty: Ty
+    span: Span
+
+
+class _Stmt(_Node):
+    span: Span
+
+
+class LetS(_Stmt):
+    """Declare and initialise a local."""
+
+    kind: Literal["let"] = "let"
+    name: str
+    value: Expr
+
+
+class Assign(_Stmt):
+    """Write a value (a scalar into an array fills it)."""
+
+    kind: Literal["assign"] = "assign"
+    target: Target
+    value: Expr
+
+
+class IfS(_Stmt):
+    """if/else (elif chains are nested)."""
+
+    kind: Literal["if"] = "if"
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+class Switch(_Stmt):
+    """`match` on an enum: each case lists member indices; `default` runs for the rest."""
+
+    kind: Literal["switch"] = "switch"
+    subject: Expr
+    cases: tuple[tuple[tuple[int, ...], tuple[Stmt, ...]], ...]
+    default: tuple[Stmt, ...] = ()
+
+
+class ForS(_Stmt):
+    """`for var in range(start, stop)` with static bounds; `loop_id` keys randomness per iteration."""
+
+    kind: Literal["for"] = "for"
+    var: str
+    start: int
+    stop: int
+    body: tuple[Stmt, ...]
+    loop_id: int
+    random: bool = False
+
+
+class ZoneOp(_Stmt):
+    """push/insert/pop/remove_at/clear/shuffle on a zone; pop/remove_at may store the element in `out`."""
+
+    kind: Literal["zone_op"] = "zone_op"
+    op: Literal["push", "insert", "pop", "remove_at", "clear", "shuffle"]
+    zone: ZoneRef
+    index: Expr | None = None
+    value: Expr | None = None
+    out: Target | None = None
+    site: int = -1
+
+
+class CallProc(_Stmt):
+    """Call of a procedure; `site` keys its randomness."""
+
+    kind: Literal["call_proc"] = "call_proc"
+    proc: str
+    args: tuple[Expr, ...]
+    site: int
+
+
+class ReturnS(_Stmt):
+    """`return value` (functions only)."""
+
+    kind: Literal["return"] = "return"
+    value: Expr
+
+
+Stmt = Annotated[
+    Union[LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS], Field(discriminator="kind")
+]
+
+
+class EnumInfo(_Node):
+    """An enum and its members (member i is stored as i)."""
+
+    name: str
+    members: tuple[str, ...]
+    doc: str = ""
+
+
+class ParamInfo(_Node):
+    """A parameter; static ones are already folded into shapes and constants."""
+
+    name: str
+    ty: Ty
+    default: Union[bool, int, float]
+    static: bool
+    doc: str = ""
+
+
+class ConstInfo(_Node):
+    """A constant array or scalar (tables are one ConstInfo per column), values flat row-major."""
+
+    name: str
+    ty: Ty
+    values: tuple[Union[bool, int, float], ...]
+    doc: str = ""
+
+
+class FieldInfo(_Node):
+    """A storage array of the state: user fields, record fields, zone data and counts, builtins."""
+
+    name: str
+    ty: Ty
+    init: tuple[Union[bool, int, float], ...]
+    visible: Literal["all", "owner", "none"] = "all"
+    per_player: bool = False
+    zone: str | None = None
+    writable: bool = True
+    low: float | None = None
+    high: float | None = None
+    doc: str = ""
+    span: Span
+
+
+class ActionParamInfo(_Node):
+    """One action parameter ranging over [start, stop)."""
+
+    name: str
+    ty: Ty
+    start: int
+    stop: int
+
+
+class ActionKind(_Node):
+    """A named action kind: ids offset .. offset+size-1, params row-major."""
+
+    name: str
+    params: tuple[ActionParamInfo, ...]
+    legal: Expr
+    effect: tuple[Stmt, ...]
+    offset: int
+    size: int
+    doc: str = ""
+    span: Span
+
+
+class BoxAction(_Node):
+    """A continuous action space; effects read the local `action`."""
+
+    shape: tuple[int, ...]
+    low: float
+    high: float
+    effect: tuple[Stmt, ...]
+
+
+class RuleInfo(_Node):
+    """An automatic rule."""
+
+    name: str
+    when: Expr
+    body: tuple[Stmt, ...]
+    doc: str = ""
+
+
+class ObsFieldInfo(_Node):
+    """One observation part."""
+
+    name: str
+    ty: Ty
+    low: float | None = None
+    high: float | None = None
+
+
+class CallableInfo(_Node):
+    """A function (`returns` set, pure) or procedure."""
+
+    name: str
+    params: tuple[tuple[str, Ty], ...]
+    returns: Ty | None
+    body: tuple[Stmt, ...]
+    random: bool = False
+    span: Span
+
+
+class SpecIR(_Node):
+    """A checked spec, ready for the interpreter and the code generators."""
+
+    name: str
+    doc: str
+    version: str
+    path: str
+    players: int
+    params: tuple[ParamInfo, ...]
+    enums: tuple[EnumInfo, ...]
+    consts: tuple[ConstInfo, ...]
+    fields: tuple[FieldInfo, ...]
+    actions: tuple[ActionKind, ...]
+    num_actions: int
+    box: BoxAction | None
+    reset: tuple[Stmt, ...]
+    rules: tuple[RuleInfo, ...]
+    reward: Expr
+    terminated: Expr
+    truncated: Expr
+    obs_fields: tuple[ObsFieldInfo, ...]
+    observation: tuple[Stmt, ...]
+    invariants: tuple[tuple[str, Expr], ...]
+    callables: tuple[CallableInfo, ...]
+    illegal_action_penalty: float
+
+    def field(self, name: str) -> FieldInfo:
+        """The storage field called `name`."""
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+for _m in (Reduce, ReduceArray, Read, Unary, Binary, Cast, Select, Math, Random, CallFn, ZoneFind, ZoneRef, Target):
+    _m.model_rebuild()
+for _m in (LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS, ActionKind, BoxAction, RuleInfo, CallableInfo):
+    _m.model_rebuild()
+SpecIR.model_rebuild()

@@ -1,0 +1,259 @@
+"""Pass 1: read a spec file into a YAML node tree that keeps source positions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+import yaml
+
+from envc.diagnostics import Diagnostics, Span
+
+MAX_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 48
+MAX_NODES = 500_000
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+
+
+@dataclass
+class YNode:
+    """A YAML node with its span in the file."""
+
+    span: Span
+
+
+@dataclass
+class YScalar(YNode):
+    """A scalar; `value` is already typed (str, int, float, bool, None)."""
+
+    value: object
+    style: str | None = None
+    text: str = ""
+    indent: int = 0
+
+
+@dataclass
+class YMap(YNode):
+    """A mapping with scalar keys, in file order."""
+
+    items: list[tuple[YScalar, YNode]] = field(default_factory=list)
+
+    def get(self, key: str) -> YNode | None:
+        """The value node for `key`, if present."""
+        for k, v in self.items:
+            if k.value == key:
+                return v
+        return None
+
+    def key_node(self, key: str) -> YScalar | None:
+        """The key node for `key`, if present."""
+        for k, _ in self.items:
+            if k.value == key:
+                return k
+        return None
+
+
+@dataclass
+class YSeq(YNode):
+    """A sequence."""
+
+    items: list[YNode] = field(default_factory=list)
+
+
+YAny = Union[YScalar, YMap, YSeq]
+
+
+def to_python(node: YNode) -> object:
+    """Plain Python data for a node (dict/list/scalars)."""
+    if isinstance(node, YScalar):
+        return node.value
+    if isinstance(node, YSeq):
+        return [to_python(n) for n in node.items]
+    assert isinstance(node, YMap)
+    return {k.value: to_python(v) for k, v in node.items}
+
+
+def node_at(root: YNode, path: tuple[object, ...]) -> YNode:
+    """The deepest node along `path` (keys and indices), for locating errors."""
+    node = root
+    for step in path:
+        nxt: YNode | None = None
+        if isinstance(node, YMap):
+            nxt = node.get(str(step)) if not isinstance(step, int) else None
+            if nxt is None:
+                for k, v in node.items:
+                    if k.value == step:
+                        nxt = v
+        elif isinstance(node, YSeq) and isinstance(step, int) and 0 <= step < len(node.items):
+            nxt = node.items[step]
+        if nxt is not None:  # steps that are not in the tree (union tags) are skipped
+            node = nxt
+    return node
+
+
+def key_span(root: YNode, path: tuple[object, ...]) -> YNode:
+    """The key node of the last step of `path` if it names a mapping key, else the node at `path`."""
+    parent = node_at(root, path[:-1])
+    if isinstance(parent, YMap) and path:
+        k = parent.key_node(str(path[-1]))
+        if k is not None:
+            return k
+    return node_at(root, path)
+
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:null": lambda s: None,
+    "tag:yaml.org,2002:bool": lambda s: s.lower() in ("true", "yes", "on"),
+}
+
+
+def _scalar_value(node: yaml.ScalarNode) -> object:
+    tag = node.tag
+    text: str = node.value
+    if tag in _SCALAR_TAGS:
+        return _SCALAR_TAGS[tag](text)
+    if tag == "tag:yaml.org,2002:int":
+        return int(yaml.SafeLoader.construct_yaml_int(yaml.SafeLoader(""), node))
+    if tag == "tag:yaml.org,2002:float":
+        return float(yaml.SafeLoader.construct_yaml_float(yaml.SafeLoader(""), node))
+    return text
+
+
+class _TooBig(Exception):
+    pass
+
+
+def load_yaml(path: str, diags: Diagnostics, text: str | None = None) -> tuple[YNode | None, str]:
+    """Read and compose `path`; on failure record one clear diagnostic and return None."""
+    here = Span.point(path, 1, 1)
+    if text is None:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as e:
+            diags.error(here, "E001", f"cannot read spec: {e.strerror or e}")
+            return None, ""
+        if len(raw) > MAX_BYTES:
+            diags.error(here, "E001", f"spec is {len(raw)} bytes; the limit is {MAX_BYTES}")
+            return None, ""
+        if b"\x00" in raw:
+            diags.error(here, "E001", "spec looks like a binary file (it contains NUL bytes)")
+            return None, ""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw[: e.start].count(b"\n") + 1
+            col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+            diags.error(Span.point(path, line, col), "E001", "spec is not valid UTF-8")
+            return None, ""
+    elif len(text) > MAX_BYTES:
+        diags.error(here, "E001", f"spec is {len(text)} characters; the limit is {MAX_BYTES}")
+        return None, ""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        diags.error(here, "E010", "spec is empty")
+        return None, text
+    too_deep = _nesting_problem(text)
+    if too_deep is not None:
+        diags.error(Span.point(path, *too_deep), "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
+        return None, text
+    try:
+        composed = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        span = Span.point(path, mark.line + 1, mark.column + 1) if mark else here
+        diags.error(span, "E002", f"YAML syntax error: {e.problem or e.context}")
+        return None, text
+    except yaml.YAMLError as e:
+        diags.error(here, "E002", f"YAML error: {e}")
+        return None, text
+    except RecursionError:
+        diags.error(here, "E003", f"YAML nesting is too deep (limit {MAX_DEPTH})")
+        return None, text
+    if composed is None:
+        diags.error(here, "E010", "spec is empty")
+        return None, text
+    lines = text.split("\n")
+    counter = [0]
+    try:
+        tree = _convert(composed, path, lines, diags, 0, counter, set())
+    except _TooBig:
+        return None, text
+    return tree, text
+
+
+def _nesting_problem(text: str) -> tuple[int, int] | None:
+    """Where flow brackets or indentation nest too deep (checked before libyaml recurses)."""
+    depth = 0
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if len(line) - len(line.lstrip(" ")) > 4 * MAX_DEPTH:
+            return lineno, 1
+        quote = ""
+        for col, ch in enumerate(line, 1):
+            if quote:
+                quote = "" if ch == quote else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "#":
+                break
+            elif ch in "[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return lineno, col
+            elif ch in "]}":
+                depth = max(0, depth - 1)
+    return None
+
+
+def _span(path: str, node: yaml.Node) -> Span:
+    s, e = node.start_mark, node.end_mark
+    return Span(path, s.line + 1, s.column + 1, e.line + 1, e.column + 1)
+
+
+def _block_indent(lines: list[str], header_line: int) -> int:
+    for ln in lines[header_line + 1 :]:
+        if ln.strip():
+            return len(ln) - len(ln.lstrip(" "))
+    return 0
+
+
+def _convert(
+    node: yaml.Node, path: str, lines: list[str], diags: Diagnostics, depth: int, counter: list[int], seen: set[int]
+) -> YNode:
+    counter[0] += 1
+    span = _span(path, node)
+    if counter[0] > MAX_NODES:
+        diags.error(span, "E003", f"spec has more than {MAX_NODES} YAML nodes")
+        raise _TooBig
+    if depth > MAX_DEPTH:
+        diags.error(span, "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
+        raise _TooBig
+    if id(node) in seen:
+        diags.error(span, "E003", "YAML anchors and aliases are not supported in specs; write the value out")
+        raise _TooBig
+    seen.add(id(node))
+    if isinstance(node, yaml.ScalarNode):
+        indent = _block_indent(lines, node.start_mark.line) if node.style in ("|", ">") else 0
+        return YScalar(span, _scalar_value(node), node.style, node.value, indent)
+    if isinstance(node, yaml.SequenceNode):
+        return YSeq(span, [_convert(n, path, lines, diags, depth + 1, counter, seen) for n in node.value])
+    assert isinstance(node, yaml.MappingNode)
+    out = YMap(span)
+    keys: dict[object, YScalar] = {}
+    for k, v in node.value:
+        kn = _convert(k, path, lines, diags, depth + 1, counter, seen)
+        if not isinstance(kn, YScalar):
+            diags.error(kn.span, "E012", "mapping keys must be plain scalars")
+            raise _TooBig
+        if kn.value in keys:
+            first = keys[kn.value].span
+            diags.error(kn.span, "E031", f"duplicate key '{kn.value}' (first at line {first.line})")
+            continue
+        keys[kn.value] = kn
+        out.items.append((kn, _convert(v, path, lines, diags, depth + 1, counter, seen)))
+    return out
