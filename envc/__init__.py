@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from envc.diagnostics import Diagnostic, SpecError, SpecRuntimeError
 from envc.ir import SpecIR
@@ -12,8 +13,9 @@ __version__ = "0.1.0"
 __all__ = ["Diagnostic", "SpecError", "SpecIR", "SpecRuntimeError", "__version__", "build", "lint", "load"]
 
 
-def build(spec: SpecIR | str, backend: str = "reference", params: Mapping[str, Any] | None = None,
-          strict: bool = True) -> Any:
+def build(
+    spec: SpecIR | str, backend: str = "reference", params: Mapping[str, Any] | None = None, strict: bool = True
+) -> Any:
     """An environment for `spec` (an IR or a path) on `backend`; only "reference" exists so far."""
     if isinstance(spec, str):
         spec = load(spec)

@@ -19,14 +19,6 @@ def _short_or_long(v: Any) -> str:
     return "long form" if isinstance(v, (dict, BaseModel)) else "short form"
 
 
-def either(short: Any, long: Any) -> Any:
-    """`short` (a scalar shorthand) or `long` (a mapping), with errors reported for the form written."""
-    return Annotated[
-        Union[Annotated[short, Tag("short form")], Annotated[long, Tag("long form")]],
-        Discriminator(_short_or_long),
-    ]
-
-
 def _type_kind(v: Any) -> str:
     return "record type" if isinstance(v, dict) and "record" in v else "enum type"
 
@@ -61,10 +53,16 @@ class RecordField(_Model):
     doc: str = ""
 
 
+RecordFieldSpec = Annotated[
+    Union[Annotated[str, Tag("short form")], Annotated[RecordField, Tag("long form")]],
+    Discriminator(_short_or_long),
+]
+
+
 class RecordDecl(_Model):
     """A record type; arrays of records are stored as one array per field."""
 
-    record: dict[str, either(str, RecordField)]
+    record: dict[str, RecordFieldSpec]
     doc: str = ""
 
 
@@ -87,10 +85,16 @@ class ColumnDecl(_Model):
     doc: str = ""
 
 
+ColumnSpec = Annotated[
+    Union[Annotated[str, Tag("short form")], Annotated[ColumnDecl, Tag("long form")]],
+    Discriminator(_short_or_long),
+]
+
+
 class TableDecl(_Model):
     """A constant table (e.g. a card database): typed columns, rows inline or from a CSV/YAML file."""
 
-    columns: dict[str, either(str, ColumnDecl)]
+    columns: dict[str, ColumnSpec]
     rows: list[dict[str, Nested]] | None = None
     file: str | None = None
     doc: str = ""
@@ -128,10 +132,16 @@ class ActionParamDecl(_Model):
     doc: str = ""
 
 
+ActionParamSpec = Annotated[
+    Union[Annotated[Dim, Tag("short form")], Annotated[ActionParamDecl, Tag("long form")]],
+    Discriminator(_short_or_long),
+]
+
+
 class ActionDecl(_Model):
     """A named action kind: typed parameters, a legality predicate and an effect."""
 
-    params: dict[str, either(Dim, ActionParamDecl)] = {}
+    params: dict[str, ActionParamSpec] = {}
     legal: Union[str, bool] = True
     effect: str = "pass"
     doc: str = ""
@@ -172,10 +182,16 @@ class ObsField(_Model):
     doc: str = ""
 
 
+ObsFieldSpec = Annotated[
+    Union[Annotated[str, Tag("short form")], Annotated[ObsField, Tag("long form")]],
+    Discriminator(_short_or_long),
+]
+
+
 class ObservationDecl(_Model):
     """The per-player observation: named fields written by `body` for player `p`."""
 
-    fields: dict[str, either(str, ObsField)]
+    fields: dict[str, ObsFieldSpec]
     body: str
     doc: str = ""
 
@@ -189,6 +205,18 @@ class CallableDecl(_Model):
     doc: str = ""
 
 
+ParamSpec = Annotated[
+    Union[Annotated[Scalar, Tag("short form")], Annotated[ParamDecl, Tag("long form")]],
+    Discriminator(_short_or_long),
+]
+
+
+ConstSpec = Annotated[
+    Union[Annotated[Scalar, Tag("short form")], Annotated[ConstDecl, Tag("long form")]],
+    Discriminator(_short_or_long),
+]
+
+
 class SpecDocument(_Model):
     """A whole envc spec file."""
 
@@ -196,7 +224,7 @@ class SpecDocument(_Model):
     doc: str = ""
     version: str = "0.1"
     players: int = Field(1, ge=1, le=16)
-    params: dict[str, either(Scalar, ParamDecl)] = {}
+    params: dict[str, ParamSpec] = {}
     types: dict[
         str,
         Annotated[
@@ -204,12 +232,16 @@ class SpecDocument(_Model):
             Discriminator(_type_kind),
         ],
     ] = {}
-    constants: dict[str, either(Scalar, ConstDecl)] = {}
+    constants: dict[str, ConstSpec] = {}
     tables: dict[str, TableDecl] = {}
     state: dict[
         str,
         Annotated[
-            Union[Annotated[str, Tag("short form")], Annotated[FieldDecl, Tag("field decl")], Annotated[ZoneDecl, Tag("zone decl")]],
+            Union[
+                Annotated[str, Tag("short form")],
+                Annotated[FieldDecl, Tag("field decl")],
+                Annotated[ZoneDecl, Tag("zone decl")],
+            ],
             Discriminator(_state_kind),
         ],
     ]

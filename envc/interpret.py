@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,8 +26,12 @@ Fn = Callable[["Frame"], Value]
 Op = Callable[["Frame"], None]
 
 NP_DTYPE = {
-    DType.BOOL: np.bool_, DType.I8: np.int8, DType.I16: np.int16, DType.I32: np.int32,
-    DType.U32: np.uint32, DType.F32: np.float32,
+    DType.BOOL: np.bool_,
+    DType.I8: np.int8,
+    DType.I16: np.int16,
+    DType.I32: np.int32,
+    DType.U32: np.uint32,
+    DType.F32: np.float32,
 }
 _pack = struct.Struct("f").pack
 _unpack = struct.Struct("f").unpack
@@ -78,10 +83,16 @@ def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 class Frame:
     """Execution context: state storage, locals, the randomness key of this scope, obs and action buffers."""
 
-    __slots__ = ("st", "loc", "key", "obs", "act", "params")
+    __slots__ = ("act", "key", "loc", "obs", "params", "st")
 
-    def __init__(self, st: dict[str, list[Any]], key: rng.Key, params: Mapping[str, Any],
-                 obs: dict[str, list[Any]] | None = None, act: list[float] | None = None):
+    def __init__(
+        self,
+        st: dict[str, list[Any]],
+        key: rng.Key,
+        params: Mapping[str, Any],
+        obs: dict[str, list[Any]] | None = None,
+        act: list[float] | None = None,
+    ):
         self.st = st
         self.loc: dict[str, Any] = {}
         self.key = key
@@ -184,7 +195,7 @@ class Compiler:
         get = self._getter(e.space, e.name)
         off, rest = self._offset(e.space, e.name, e.index, e.span)
         if e.ty.shape:
-            return lambda fr: get(fr)[off(fr):off(fr) + rest]
+            return lambda fr: get(fr)[off(fr) : off(fr) + rest]
         if not e.index:
             return lambda fr: get(fr)[0]
         return lambda fr: get(fr)[off(fr)]
@@ -203,8 +214,14 @@ class Compiler:
             return lambda fr: a(fr) and b(fr)
         if op == "or":
             return lambda fr: a(fr) or b(fr)
-        cmp = {"==": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
-               "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
+        cmp: dict[str, Callable[[Any, Any], bool]] = {
+            "==": lambda x, y: x == y,
+            "!=": lambda x, y: x != y,
+            "<": lambda x, y: x < y,
+            "<=": lambda x, y: x <= y,
+            ">": lambda x, y: x > y,
+            ">=": lambda x, y: x >= y,
+        }
         if op in cmp:
             if op == "==":
                 return lambda fr: a(fr) == b(fr)
@@ -214,7 +231,11 @@ class Compiler:
             return lambda fr: c(a(fr), b(fr))
         dt = e.ty.dtype
         if dt is DType.BOOL:
-            bop = {"&": lambda x, y: x and y, "|": lambda x, y: x or y, "^": lambda x, y: x != y}[op]
+            bop: Callable[[Any, Any], Any] = {
+                "&": lambda x, y: x and y,
+                "|": lambda x, y: x or y,
+                "^": lambda x, y: x != y,
+            }[op]
             return lambda fr: bop(a(fr), b(fr))
         w = wrapper(dt)
         span = e.span
@@ -249,7 +270,7 @@ class Compiler:
                 return w(x // y if floor else x % y)  # type: ignore[no-any-return]
 
             return divmod_
-        iop = {"&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
+        iop: Callable[[Any, Any], Any] = {"&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
         return lambda fr: w(iop(a(fr), b(fr)))
 
     def x_cast(self, e: ir.Cast) -> Fn:
@@ -293,17 +314,21 @@ class Compiler:
         a0 = args[0]
         return lambda fr: f32(f(a0(fr)))
 
-    def _reducer(self, op: str, ty: Ty, elt_ty: Ty, span: Span, site: int) -> Callable[[Frame, list[Any], list[Any]], Any]:
+    def _reducer(
+        self, op: str, ty: Ty, elt_ty: Ty, span: Span, site: int
+    ) -> Callable[[Frame, list[Any], list[Any]], Any]:
         """Reduce a list of values (with their positions) to one result."""
         w = wrapper(ty.dtype)
         fail = self.fail
         if op == "sum":
             if ty.dtype is DType.F32:
+
                 def fsum(fr: Frame, vals: list[Any], pos: list[Any]) -> float:
                     acc = 0.0
                     for v in vals:
                         acc = f32(acc + v)
                     return acc
+
                 return fsum
             return lambda fr, vals, pos: w(sum(vals))
         if op == "any":
@@ -320,7 +345,7 @@ class Compiler:
             m = min if op == "min" else max
             return lambda fr, vals, pos: m(vals) if vals else empty
         if op in ("argmax", "argmin"):
-            better = (lambda x, y: x > y) if op == "argmax" else (lambda x, y: x < y)
+            better: Callable[[Any, Any], bool] = (lambda x, y: x > y) if op == "argmax" else (lambda x, y: x < y)
 
             def arg(fr: Frame, vals: list[Any], pos: list[Any]) -> int:
                 best = -1
@@ -329,6 +354,7 @@ class Compiler:
                     if best < 0 or better(v, bv):
                         best, bv = p, v
                 return best
+
             return arg
 
         def choice(fr: Frame, vals: list[Any], pos: list[Any]) -> int:
@@ -338,6 +364,7 @@ class Compiler:
                 return pos[0] if pos else 0
             i = rng.choice_mask(rng.fold_in(fr.key, site), mask)
             return pos[i]  # type: ignore[no-any-return]
+
         return choice
 
     def x_reduce(self, e: ir.Reduce) -> Fn:
@@ -451,13 +478,15 @@ class Compiler:
         get = self._getter(t.space, t.name)
         off, rest = self._offset(t.space, t.name, t.index, t.span)
         if not t.ty.shape:
+
             def set_one(fr: Frame, v: Any) -> None:
                 get(fr)[off(fr)] = v
+
             return set_one
 
         def set_many(fr: Frame, v: Any) -> None:
             o = off(fr)
-            get(fr)[o:o + rest] = v if isinstance(v, list) else [v] * rest
+            get(fr)[o : o + rest] = v if isinstance(v, list) else [v] * rest
 
         return set_many
 
@@ -497,11 +526,13 @@ class Compiler:
         body = self.block(s.body)
         var, lo, hi, lid = s.var, s.start, s.stop, s.loop_id
         if not s.random:
+
             def loop(fr: Frame) -> None:
                 loc = fr.loc
                 for i in range(lo, hi):
                     loc[var] = i
                     body(fr)
+
             return loop
 
         def rloop(fr: Frame) -> None:
@@ -542,7 +573,7 @@ class Compiler:
                 if n >= cap or not 0 <= i <= n:
                     fail(span, f"insert at {i} into zone '{z}' holding {n} of {cap}")
                     return
-                data[b + i + 1:b + n + 1] = data[b + i:b + n]
+                data[b + i + 1 : b + n + 1] = data[b + i : b + n]
                 data[b + i] = v
                 counts[co] = n + 1
             elif op == "pop":
@@ -563,18 +594,18 @@ class Compiler:
                     fail(span, f"remove_at {i} from zone '{z}' holding {n}")
                 else:
                     got = data[b + i]
-                    data[b + i:b + n - 1] = data[b + i + 1:b + n]
+                    data[b + i : b + n - 1] = data[b + i + 1 : b + n]
                     data[b + n - 1] = 0
                     counts[co] = n - 1
                 if out is not None:
                     out(fr, got)
             elif op == "clear":
-                data[b:b + cap] = [0] * cap
+                data[b : b + cap] = [0] * cap
                 counts[co] = 0
             else:  # shuffle
                 order = rng.shuffle_order(rng.fold_in(fr.key, site), cap, n)
-                old = data[b:b + cap]
-                data[b:b + cap] = [old[o] for o in order]
+                old = data[b : b + cap]
+                data[b : b + cap] = [old[o] for o in order]
 
         return zop
 
@@ -606,8 +637,9 @@ class Compiler:
                 assert isinstance(last, ir.ReturnS)
                 result = self.expr(last.value)
 
-                def fn(fr: Frame, args: list[Any], body: Op = body, result: Fn = result,
-                       names: list[str] = names) -> Any:
+                def fn(
+                    fr: Frame, args: list[Any], body: Op = body, result: Fn = result, names: list[str] = names
+                ) -> Any:
                     sub = fr.child(fr.key)
                     sub.loc = dict(zip(names, args))
                     body(sub)
@@ -705,15 +737,15 @@ class ReferenceEnv:
         self._obs = c.block(spec.observation)
         self._inv = [(n, c.expr(x)) for n, x in spec.invariants]
         self._decode: list[tuple[int, list[tuple[str, int, int]]]] = []
-        for k, a in enumerate(spec.actions):
+        for kind, a in enumerate(spec.actions):
             for local in range(a.size):
-                vals = []
+                vals: list[tuple[str, int, int]] = []
                 rem = local
                 for p in reversed(a.params):
                     size = p.stop - p.start
                     vals.append((p.name, p.start + rem % size, size))
                     rem //= size
-                self._decode.append((k, list(reversed(vals))))
+                self._decode.append((kind, list(reversed(vals))))
         self._field_info = {f.name: f for f in spec.fields}
         self._zero_key = (0, 0)
 
@@ -730,8 +762,9 @@ class ReferenceEnv:
         fr = Frame(data, self._zero_key, self.params, obs)
         fr.loc["p"] = player
         self._obs(fr)
-        arrays = {o.name: np.array(obs[o.name], dtype=NP_DTYPE[o.ty.dtype]).reshape(o.ty.shape)
-                  for o in self.spec.obs_fields}
+        arrays: dict[str, np.ndarray] = {
+            o.name: np.array(obs[o.name], dtype=NP_DTYPE[o.ty.dtype]).reshape(o.ty.shape) for o in self.spec.obs_fields
+        }
         if len(arrays) == 1:
             return next(iter(arrays.values()))
         return arrays
@@ -748,8 +781,16 @@ class ReferenceEnv:
     def _finish(self, data: dict[str, list[Any]], rewards: np.ndarray, term: bool, trunc: bool) -> State:
         mask = np.ones(self.num_actions, dtype=np.bool_) if (term or trunc) else self._mask(data)
         cp = data["current_player"][0]
-        return State(current_player=cp, observation=self._observe(data, cp), rewards=rewards, terminated=term,
-                     truncated=trunc, legal_action_mask=mask, step_count=data["step_count"][0], data=data)
+        return State(
+            current_player=cp,
+            observation=self._observe(data, cp),
+            rewards=rewards,
+            terminated=term,
+            truncated=trunc,
+            legal_action_mask=mask,
+            step_count=data["step_count"][0],
+            data=data,
+        )
 
     # ---- API ---------------------------------------------------------------
     def init(self, key: Any) -> State:
@@ -802,8 +843,8 @@ class ReferenceEnv:
         for f in self.spec.fields:
             out[f.name] = np.array(state.data[f.name], dtype=NP_DTYPE[f.ty.dtype]).reshape(f.ty.shape)
         out["rewards"] = np.asarray(state.rewards, np.float32)
-        out["terminated"] = np.bool_(state.terminated)
-        out["truncated"] = np.bool_(state.truncated)
+        out["terminated"] = np.asarray(state.terminated, np.bool_)
+        out["truncated"] = np.asarray(state.truncated, np.bool_)
         out["legal_action_mask"] = np.asarray(state.legal_action_mask)
         obs = state.observation
         if isinstance(obs, dict):
@@ -854,7 +895,9 @@ class GymnaxLike:
         s = self.env.init(key)
         return s.observation, s
 
-    def step(self, key: Any, state: State, action: Any, params: Any = None) -> tuple[Any, State, float, bool, bool, dict[str, Any]]:
+    def step(
+        self, key: Any, state: State, action: Any, params: Any = None
+    ) -> tuple[Any, State, float, bool, bool, dict[str, Any]]:
         """gymnax 1.x `step`: (obs, state, reward, terminated, truncated, info), resetting on done."""
         key_step, key_reset = rng.split(rng.as_key(key))
         s = self.env.step(state, action, key_step)

@@ -301,9 +301,7 @@ class ReturnS(_Stmt):
     value: Expr
 
 
-Stmt = Annotated[
-    Union[LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS], Field(discriminator="kind")
-]
+Stmt = Annotated[Union[LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS], Field(discriminator="kind")]
 
 
 class EnumInfo(_Node):
@@ -443,8 +441,33 @@ class SpecIR(_Node):
         raise KeyError(name)
 
 
-for _m in (Reduce, ReduceArray, Read, Unary, Binary, Cast, Select, Math, Random, CallFn, ZoneFind, ZoneRef, Target):
-    _m.model_rebuild()
-for _m in (LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS, ActionKind, BoxAction, RuleInfo, CallableInfo):
-    _m.model_rebuild()
-SpecIR.model_rebuild()
+_MODELS: tuple[type[BaseModel], ...] = (
+    Reduce,
+    ReduceArray,
+    Read,
+    Unary,
+    Binary,
+    Cast,
+    Select,
+    Math,
+    Random,
+    CallFn,
+    ZoneFind,
+    ZoneRef,
+    Target,
+    LetS,
+    Assign,
+    IfS,
+    Switch,
+    ForS,
+    ZoneOp,
+    CallProc,
+    ReturnS,
+    ActionKind,
+    BoxAction,
+    RuleInfo,
+    CallableInfo,
+    SpecIR,
+)
+for _model in _MODELS:
+    _model.model_rebuild()

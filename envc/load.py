@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
@@ -106,7 +107,7 @@ def key_span(root: YNode, path: tuple[object, ...]) -> YNode:
     return node_at(root, path)
 
 
-_SCALAR_TAGS = {
+_SCALAR_TAGS: dict[str, Callable[[str], object]] = {
     "tag:yaml.org,2002:null": lambda s: None,
     "tag:yaml.org,2002:bool": lambda s: s.lower() in ("true", "yes", "on"),
 }
@@ -118,9 +119,9 @@ def _scalar_value(node: yaml.ScalarNode) -> object:
     if tag in _SCALAR_TAGS:
         return _SCALAR_TAGS[tag](text)
     if tag == "tag:yaml.org,2002:int":
-        return int(yaml.SafeLoader.construct_yaml_int(yaml.SafeLoader(""), node))
+        return int(yaml.SafeLoader("").construct_yaml_int(node))  # type: ignore[no-untyped-call]
     if tag == "tag:yaml.org,2002:float":
-        return float(yaml.SafeLoader.construct_yaml_float(yaml.SafeLoader(""), node))
+        return float(yaml.SafeLoader("").construct_yaml_float(node))  # type: ignore[no-untyped-call]
     return text
 
 

@@ -135,7 +135,7 @@ class _ToAst(Transformer[Token, Any]):
         if data in _BINOPS:
             span = self.snip.span(meta.line, meta.column, meta.end_line, meta.end_column)
             return ast.Binary(_BINOPS[data], children[0], children[1], span)
-        return super().__default__(data, children, meta)
+        return super().__default__(data, children, meta)  # type: ignore[no-untyped-call]
 
     @v_args(meta=True)
     def if_expr(self, meta: Any, c: list[Any]) -> ast.IfExpr:

@@ -148,9 +148,7 @@ def _threefry_scalar(k0: int, k1: int, x0: int, x1: int) -> tuple[int, int]:
     return x0, x1
 
 
-def threefry2x32(
-    key: Key, x0: npt.ArrayLike, x1: npt.ArrayLike
-) -> tuple[U32Array, U32Array]:
+def threefry2x32(key: Key, x0: npt.ArrayLike, x1: npt.ArrayLike) -> tuple[U32Array, U32Array]:
     """20-round threefry2x32 (jax's ``threefry2x32_p``) over broadcast uint32 arrays."""
     a = np.asarray(x0, dtype=np.uint32)
     b = np.asarray(x1, dtype=np.uint32)
@@ -264,9 +262,7 @@ def _fma_f32(a: float, b: float, c: float) -> float:
     return _f32(s)
 
 
-def uniform(
-    key: Key, shape: tuple[int, ...] = (), minval: float = 0.0, maxval: float = 1.0
-) -> npt.NDArray[np.float32]:
+def uniform(key: Key, shape: tuple[int, ...] = (), minval: float = 0.0, maxval: float = 1.0) -> npt.NDArray[np.float32]:
     """float32 array == ``jax.random.uniform(key, shape, float32, minval, maxval)``."""
     b = bits(key, shape)
     mantissa = (b >> np.uint32(9)) | np.uint32(0x3F800000)
@@ -327,9 +323,7 @@ def _to_int32(v: int) -> int:
     return v - (1 << 32) if v > _INT32_MAX else v
 
 
-def randint(
-    key: Key, minval: int, maxval: int, shape: tuple[int, ...] = ()
-) -> npt.NDArray[np.int32]:
+def randint(key: Key, minval: int, maxval: int, shape: tuple[int, ...] = ()) -> npt.NDArray[np.int32]:
     """int32 array == ``jax.random.randint(key, shape, minval, maxval, jnp.int32)``.
 
     Algorithm (all in uint32 with wrap-around, ``rem(a, 0) == a``):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
+from collections.abc import Callable
 
-from envc import ast, document as d, ir
+from envc import ast, ir
+from envc import document as d
 from envc.check.body import Bail, BodyChecker, Env
 from envc.check.symbols import (
     RESERVED,
@@ -21,9 +22,9 @@ from envc.check.symbols import (
 )
 from envc.check.tables import DataError, flatten, read_data_file
 from envc.diagnostics import Diagnostics, Span, did_you_mean
+from envc.ir import BOOL, F32, I32, DType, Ty
 from envc.load import YNode, YScalar, key_span, node_at
 from envc.parse import Snippet, parse_body, parse_expr
-from envc.ir import BOOL, F32, I32, DType, Ty
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Path = tuple[object, ...]
@@ -106,7 +107,9 @@ class Checker:
             n = self.static_value(v)
             if n is None:
                 if isinstance(self.symbols.get(v), ParamSym):
-                    self.diags.error(self.at(*keys), "E051", f"'{v}' is a runtime param; mark it `static: true` to use it as a size")
+                    self.diags.error(
+                        self.at(*keys), "E051", f"'{v}' is a runtime param; mark it `static: true` to use it as a size"
+                    )
                 else:
                     hint = did_you_mean(v, [k for k in self.symbols if self.static_value(k) is not None])
                     self.diags.error(self.at(*keys), "E051", f"size '{v}' is not a static constant{hint}")
@@ -149,7 +152,9 @@ class Checker:
             if isinstance(t, d.EnumDecl):
                 for i, m in enumerate(t.enum):
                     if not _IDENT.match(m):
-                        self.diags.error(self.at("types", name, "enum", i), "E013", f"enum member '{m}' is not an identifier")
+                        self.diags.error(
+                            self.at("types", name, "enum", i), "E013", f"enum member '{m}' is not an identifier"
+                        )
                 if len(set(t.enum)) != len(t.enum):
                     dup = next(m for m in t.enum if t.enum.count(m) > 1)
                     self.diags.error(self.at("types", name, "enum"), "E031", f"enum member '{dup}' appears twice")
@@ -209,9 +214,10 @@ class Checker:
                 got = read_data_file(self.path, c.file, self.at(*keys, "file"), self.diags)
                 if got is None:
                     continue
-                raw = [list(r.values()) if isinstance(r, dict) else r for r in got[1]]
-                if len(shp) == 1 and raw and isinstance(raw[0], list) and len(raw[0]) == 1:
-                    raw = [r[0] for r in raw]
+                rows = [list(r.values()) if isinstance(r, dict) else r for r in got[1]]
+                if len(shp) == 1 and rows and all(isinstance(r, list) and len(r) == 1 for r in rows):
+                    rows = [r[0] for r in rows]  # type: ignore[index]
+                raw = rows
             elif raw is None:
                 self.diags.error(self.at(*keys), "E010", f"constant '{name}' needs `value` or `file`")
                 continue
@@ -254,10 +260,15 @@ class Checker:
                     continue
                 where, rows = got
                 csv = t.file.lower().endswith(".csv")
-                line_of = lambda i, c, w=where, csv=csv: Span.point(w, i + 2 if csv else 1, 1)  # noqa: E731
+
+                def line_of(i: int, c: str, w: str = where, csv: bool = csv) -> Span:
+                    return Span.point(w, i + 2 if csv else 1, 1)
             else:
                 rows = list(t.rows or [])
-                line_of = lambda i, c, k=keys: key_span(self.root, k + ("rows", i, c)).span  # noqa: E731
+
+                def line_of(i: int, c: str, k: Path = keys) -> Span:
+                    return key_span(self.root, (*k, "rows", i, c)).span
+
             if not rows:
                 self.diags.error(self.at(*keys), "E014", f"table '{name}' has no rows")
                 continue
@@ -276,7 +287,9 @@ class Checker:
                     if raw is None or raw == "":
                         raw = decl.default
                     if raw is None:
-                        self.diags.error(line_of(i, cname), "E014", f"row {i} of table '{name}' has no value for '{cname}'")
+                        self.diags.error(
+                            line_of(i, cname), "E014", f"row {i} of table '{name}' has no value for '{cname}'"
+                        )
                         ok = False
                         break
                     try:
@@ -286,21 +299,47 @@ class Checker:
                         ok = False
                         break
                 parts[cname] = cty
-                self.consts.append(ir.ConstInfo(name=f"{name}.{cname}", ty=Ty(dtype=cty.dtype, shape=(len(rows),) + cty.shape, enum=cty.enum), values=tuple(flat), doc=decl.doc))
+                self.consts.append(
+                    ir.ConstInfo(
+                        name=f"{name}.{cname}",
+                        ty=Ty(dtype=cty.dtype, shape=(len(rows),) + cty.shape, enum=cty.enum),
+                        values=tuple(flat),
+                        doc=decl.doc,
+                    )
+                )
             for i, row in enumerate(rows):
                 if isinstance(row, dict):
                     extra = [k for k in row if k not in t.columns]
                     if extra:
-                        self.diags.error(line_of(i, str(extra[0])), "E014", f"table '{name}' row {i} has undeclared column '{extra[0]}'{did_you_mean(str(extra[0]), list(t.columns))}")
+                        col = str(extra[0])
+                        hint = did_you_mean(col, list(t.columns))
+                        msg = f"table '{name}' row {i} has undeclared column '{col}'{hint}"
+                        self.diags.error(line_of(i, col), "E014", msg)
                         ok = False
             if ok:
-                self.define(name, StorageSym(name, "const", "table", (len(rows),), parts=parts, writable=False, doc=t.doc), keys, "table")
+                self.define(
+                    name,
+                    StorageSym(name, "const", "table", (len(rows),), parts=parts, writable=False, doc=t.doc),
+                    keys,
+                    "table",
+                )
 
     def declare_state(self) -> None:
-        self.fields.append(ir.FieldInfo(name="current_player", ty=I32, init=(0,), span=Span.point(self.path, 1, 1),
-                                        doc="Player to act"))
-        self.fields.append(ir.FieldInfo(name="step_count", ty=I32, init=(0,), writable=False,
-                                        span=Span.point(self.path, 1, 1), doc="Steps taken this episode"))
+        self.fields.append(
+            ir.FieldInfo(
+                name="current_player", ty=I32, init=(0,), span=Span.point(self.path, 1, 1), doc="Player to act"
+            )
+        )
+        self.fields.append(
+            ir.FieldInfo(
+                name="step_count",
+                ty=I32,
+                init=(0,),
+                writable=False,
+                span=Span.point(self.path, 1, 1),
+                doc="Steps taken this episode",
+            )
+        )
         self.symbols["current_player"] = StorageSym("current_player", "state", "array", (), I32)
         self.symbols["step_count"] = StorageSym("step_count", "state", "array", (), I32, writable=False)
         P = self.doc.players
@@ -324,14 +363,35 @@ class Checker:
                     self.diags.error(self.at(*keys, "zone"), "E012", "zone elements must be integers or enums")
                     continue
                 outer = outer_pp + shp
-                self.fields.append(ir.FieldInfo(name=name, ty=Ty(dtype=ety.dtype, shape=outer + (cap,), enum=ety.enum),
-                                                init=tuple([0] * math.prod(outer + (cap,))), visible=f.visible,
-                                                per_player=f.per_player, zone=name, doc=f.doc, span=span))
-                self.fields.append(ir.FieldInfo(name=f"{name}.count", ty=Ty(dtype=DType.I32, shape=outer),
-                                                init=tuple([0] * math.prod(outer)), per_player=f.per_player,
-                                                zone=name, doc=f"Number of elements in {name}", span=span))
-                self.define(name, StorageSym(name, "state", "zone", outer, ety, capacity=cap, span=span, doc=f.doc),
-                            keys, "state field")
+                self.fields.append(
+                    ir.FieldInfo(
+                        name=name,
+                        ty=Ty(dtype=ety.dtype, shape=outer + (cap,), enum=ety.enum),
+                        init=tuple([0] * math.prod(outer + (cap,))),
+                        visible=f.visible,
+                        per_player=f.per_player,
+                        zone=name,
+                        doc=f.doc,
+                        span=span,
+                    )
+                )
+                self.fields.append(
+                    ir.FieldInfo(
+                        name=f"{name}.count",
+                        ty=Ty(dtype=DType.I32, shape=outer),
+                        init=tuple([0] * math.prod(outer)),
+                        per_player=f.per_player,
+                        zone=name,
+                        doc=f"Number of elements in {name}",
+                        span=span,
+                    )
+                )
+                self.define(
+                    name,
+                    StorageSym(name, "state", "zone", outer, ety, capacity=cap, span=span, doc=f.doc),
+                    keys,
+                    "state field",
+                )
                 continue
             shp = self.shape(f.shape, keys + ("shape",))
             if shp is None:
@@ -341,11 +401,23 @@ class Checker:
                 parts = self.records[f.type]
                 for pname, pty in parts.items():
                     full = Ty(dtype=pty.dtype, shape=outer + pty.shape, enum=pty.enum)
-                    self.fields.append(ir.FieldInfo(name=f"{name}.{pname}", ty=full,
-                                                    init=tuple([_zero(full)] * math.prod(full.shape)),
-                                                    visible=f.visible, per_player=f.per_player, doc=f.doc, span=span))
-                self.define(name, StorageSym(name, "state", "record", outer, parts=parts, span=span, doc=f.doc),
-                            keys, "state field")
+                    self.fields.append(
+                        ir.FieldInfo(
+                            name=f"{name}.{pname}",
+                            ty=full,
+                            init=tuple([_zero(full)] * math.prod(full.shape)),
+                            visible=f.visible,
+                            per_player=f.per_player,
+                            doc=f.doc,
+                            span=span,
+                        )
+                    )
+                self.define(
+                    name,
+                    StorageSym(name, "state", "record", outer, parts=parts, span=span, doc=f.doc),
+                    keys,
+                    "state field",
+                )
                 continue
             sty = self.scalar_type(f.type, keys + ("type",) if not isinstance(self.doc.state[name], str) else keys)
             if sty is None:
@@ -357,8 +429,19 @@ class Checker:
                 init = one * P if one is not None else None
             if init is None:
                 continue
-            self.fields.append(ir.FieldInfo(name=name, ty=ty, init=init, visible=f.visible, per_player=f.per_player,
-                                            low=f.low, high=f.high, doc=f.doc, span=span))
+            self.fields.append(
+                ir.FieldInfo(
+                    name=name,
+                    ty=ty,
+                    init=init,
+                    visible=f.visible,
+                    per_player=f.per_player,
+                    low=f.low,
+                    high=f.high,
+                    doc=f.doc,
+                    span=span,
+                )
+            )
             self.define(name, StorageSym(name, "state", "array", outer, ty, span=span, doc=f.doc), keys, "state field")
 
     def declare_obs(self) -> None:
@@ -439,8 +522,12 @@ class Checker:
                     continue
                 keys: Path = (section, name, "body")
                 locals_ = {pn: LocalVar(ty, False) for pn, ty in sym.params}
-                ctx = Context(where=f"function '{name}'" if sym.returns else f"procedure '{name}'",
-                              pure=sym.returns is not None, returns=sym.returns, caller=name)
+                ctx = Context(
+                    where=f"function '{name}'" if sym.returns else f"procedure '{name}'",
+                    pure=sym.returns is not None,
+                    returns=sym.returns,
+                    caller=name,
+                )
                 body: tuple[ir.Stmt, ...]
                 if sym.returns is not None and not re.search(r"\breturn\b", c.body):
                     x = self.expr_at(keys, c.body, ctx, locals_, sym.returns)
@@ -452,8 +539,11 @@ class Checker:
                         self.check_returns(body, keys)
                 if rnd:
                     self.env.random_callables.add(name)
-                out.append(ir.CallableInfo(name=name, params=sym.params, returns=sym.returns, body=body,
-                                           random=rnd, span=sym.span))
+                out.append(
+                    ir.CallableInfo(
+                        name=name, params=sym.params, returns=sym.returns, body=body, random=rnd, span=sym.span
+                    )
+                )
         return out
 
     def check_returns(self, body: tuple[ir.Stmt, ...], keys: Path) -> None:
@@ -488,7 +578,7 @@ class Checker:
             state[n] = 1
             for m in sorted(calls.get(n, ())):
                 if state.get(m) == 1:
-                    cyc = stack[stack.index(m):] + [m] if m in stack else [n, m]
+                    cyc = stack[stack.index(m) :] + [m] if m in stack else [n, m]
                     sym = self.symbols[m]
                     assert isinstance(sym, CallableSym)
                     self.diags.error(sym.span, "E055", f"recursion is not allowed: {' -> '.join(cyc)}")
@@ -528,7 +618,7 @@ class Checker:
                 ty = I32
             rng = p.range
         else:
-            ty, rng = I32, p
+            ty, rng = I32, p  # type: ignore[assignment]
         if isinstance(rng, list):
             if len(rng) != 2:
                 self.diags.error(self.at(*keys), "E052", "range must be [start, stop]")
@@ -571,14 +661,25 @@ class Checker:
                 continue
             ps = tuple(p for p in params if p is not None)
             locals_ = {p.name: LocalVar(p.ty, False, (p.start, p.stop)) for p in ps}
-            legal = self.expr_at(keys + ("legal",), decl.legal, Context(where=f"legality of '{aname}'", pure=True),
-                                 locals_, BOOL)
+            legal = self.expr_at(
+                keys + ("legal",), decl.legal, Context(where=f"legality of '{aname}'", pure=True), locals_, BOOL
+            )
             effect: tuple[ir.Stmt, ...] = ()
             if a is not None and node_at(self.root, keys + ("effect",)) is not node_at(self.root, keys):
                 effect, _ = self.body_at(keys + ("effect",), Context(where=f"effect of '{aname}'"), locals_)
             size = math.prod(p.stop - p.start for p in ps)
-            kinds.append(ir.ActionKind(name=aname, params=ps, legal=legal, effect=effect, offset=offset, size=size,
-                                       doc=decl.doc, span=self.key_at(*keys)))
+            kinds.append(
+                ir.ActionKind(
+                    name=aname,
+                    params=ps,
+                    legal=legal,
+                    effect=effect,
+                    offset=offset,
+                    size=size,
+                    doc=decl.doc,
+                    span=self.key_at(*keys),
+                )
+            )
             offset += size
         return kinds, offset
 
@@ -587,7 +688,9 @@ class Checker:
         if c is None:
             return None
         if self.doc.actions:
-            self.diags.error(self.key_at("continuous_action"), "E012", "a spec has either `actions` or `continuous_action`")
+            self.diags.error(
+                self.key_at("continuous_action"), "E012", "a spec has either `actions` or `continuous_action`"
+            )
         shp = self.shape(c.box.shape, ("continuous_action", "box", "shape"))
         if shp is None:
             return None
@@ -611,13 +714,19 @@ class Checker:
         box = self.check_box()
         actions, num_actions = self.check_actions()
         if not actions and box is None:
-            self.diags.error(self.key_at("actions") if doc.actions else Span.point(self.path, 1, 1), "E010",
-                             "spec needs `actions` (discrete) or `continuous_action`")
-        reset, _ = self.body_at(("reset",), Context(where="reset"), {}) if "reset" in doc.model_fields_set else ((), False)
+            self.diags.error(
+                self.key_at("actions") if doc.actions else Span.point(self.path, 1, 1),
+                "E010",
+                "spec needs `actions` (discrete) or `continuous_action`",
+            )
+        reset, _ = (
+            self.body_at(("reset",), Context(where="reset"), {}) if "reset" in doc.model_fields_set else ((), False)
+        )
         rules = []
         for i, r in enumerate(doc.rules):
-            when = self.expr_at(("rules", i, "when"), r.when, Context(where=f"`when` of rule '{r.name}'", pure=True),
-                                {}, BOOL)
+            when = self.expr_at(
+                ("rules", i, "when"), r.when, Context(where=f"`when` of rule '{r.name}'", pure=True), {}, BOOL
+            )
             body, _ = self.body_at(("rules", i, "body"), Context(where=f"rule '{r.name}'"), {})
             rules.append(ir.RuleInfo(name=r.name, when=when, body=body, doc=r.doc))
         pvar = {"p": LocalVar(I32, False, (0, doc.players))}
@@ -634,13 +743,30 @@ class Checker:
         if self.diags.has_errors:
             return None
         return ir.SpecIR(
-            name=doc.name, doc=doc.doc, version=doc.version, path=self.path, players=doc.players,
-            params=tuple(self.params), enums=tuple(ir.EnumInfo(name=s.name, members=s.members)
-                                                   for s in self.symbols.values() if isinstance(s, EnumSym)),
-            consts=tuple(self.consts), fields=tuple(self.fields), actions=tuple(actions), num_actions=num_actions,
-            box=box, reset=reset, rules=tuple(rules), reward=reward, terminated=term, truncated=trunc,
-            obs_fields=tuple(self.obs_fields), observation=obs, invariants=tuple(invariants),
-            callables=tuple(callables), illegal_action_penalty=doc.illegal_action_penalty,
+            name=doc.name,
+            doc=doc.doc,
+            version=doc.version,
+            path=self.path,
+            players=doc.players,
+            params=tuple(self.params),
+            enums=tuple(
+                ir.EnumInfo(name=s.name, members=s.members) for s in self.symbols.values() if isinstance(s, EnumSym)
+            ),
+            consts=tuple(self.consts),
+            fields=tuple(self.fields),
+            actions=tuple(actions),
+            num_actions=num_actions,
+            box=box,
+            reset=reset,
+            rules=tuple(rules),
+            reward=reward,
+            terminated=term,
+            truncated=trunc,
+            obs_fields=tuple(self.obs_fields),
+            observation=obs,
+            invariants=tuple(invariants),
+            callables=tuple(callables),
+            illegal_action_penalty=doc.illegal_action_penalty,
         )
 
 
@@ -661,4 +787,4 @@ def check(doc: d.SpecDocument, root: YNode, path: str, diags: Diagnostics) -> ir
     return Checker(doc, root, path, diags).run()
 
 
-__all__ = ["check", "ast"]
+__all__ = ["ast", "check"]

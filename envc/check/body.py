@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from envc import ast, ir
 from envc.check.symbols import (
@@ -150,7 +150,7 @@ class BodyChecker:
             parts = ", ".join(s.parts)
             raise self.err(span, "E041", f"'{s.name}' has fields ({parts}); select one with .field")
         dims = r.dims()
-        rest = dims[len(r.index):]
+        rest = dims[len(r.index) :]
         ty = Ty(dtype=r.elem().dtype, shape=rest, enum=r.elem().enum)
         return ir.Read(space=s.space, name=r.storage(), index=tuple(r.index), ty=ty, span=span)  # type: ignore[arg-type]
 
@@ -225,7 +225,8 @@ class BodyChecker:
                 shown = f"{lo}" if hi == lo + 1 else f"{lo}..{hi - 1}"
                 code = "E053"
                 raise self.err(
-                    idx_ast.span, code,
+                    idx_ast.span,
+                    code,
                     f"index {shown} is out of range for dimension {k} of '{base.storage()}' (size {dims[k]})",
                 )
             out.append(x)
@@ -482,8 +483,8 @@ class BodyChecker:
         n = {"min": 2, "max": 2, "clip": 3, "atan2": 2, "abs": 1}.get(f, 1)
         self.arity(e, n)
         xs = [self.scalar(a) for a in args]
-        for x, a in zip(xs, args):
-            self.numeric(x, a.span, f)
+        for x, arg in zip(xs, args):
+            self.numeric(x, arg.span, f)
         if f in MATH1 or f == "atan2":
             xs = [self.cast(x, F32) for x in xs]
             return ir.Math(fn=f, args=tuple(xs), ty=F32, span=e.span)
@@ -496,8 +497,17 @@ class BodyChecker:
             return ir.Math(fn=f, args=(a, b, c), ty=ty, span=e.span)
         return ir.Math(fn=f, args=(a, b), ty=ty, span=e.span)
 
-    def reduce_ty(self, op: str, x: ir.Expr, span: Span, array: bool, var: str = "", start: int = 0,
-                  stop: int = 0, cond: ir.Expr | None = None) -> ir.Expr:
+    def reduce_ty(
+        self,
+        op: str,
+        x: ir.Expr,
+        span: Span,
+        array: bool,
+        var: str = "",
+        start: int = 0,
+        stop: int = 0,
+        cond: ir.Expr | None = None,
+    ) -> ir.Expr:
         t = x.ty.scalar()
         if op in ("any", "all", "count", "choice"):
             if t.dtype is not DType.BOOL:
@@ -518,8 +528,17 @@ class BodyChecker:
             site = self.random_site(span)
         if array:
             return ir.ReduceArray(op=op, x=x, ty=ty, span=span, site=site)  # type: ignore[arg-type]
-        return ir.Reduce(op=op, var=var, start=start, stop=stop, elt=x, cond=cond, ty=ty, span=span,  # type: ignore[arg-type]
-                         site=site)
+        return ir.Reduce(
+            op=op,
+            var=var,
+            start=start,
+            stop=stop,
+            elt=x,
+            cond=cond,
+            ty=ty,
+            span=span,  # type: ignore[arg-type]
+            site=site,
+        )
 
     def static_int(self, e: ast.Expr) -> int:
         x = self.scalar(e, "bound")
@@ -557,8 +576,9 @@ class BodyChecker:
         f = e.func
         if f == "coin":
             self.arity(e, 0)
-            return ir.Random(dist="bernoulli", args=(_lit(0.5, F32, e.span),), ty=BOOL, span=e.span,
-                             site=self.random_site(e.span))
+            return ir.Random(
+                dist="bernoulli", args=(_lit(0.5, F32, e.span),), ty=BOOL, span=e.span, site=self.random_site(e.span)
+            )
         if f == "bernoulli":
             self.arity(e, 1)
             p = self.coerce(self.scalar(e.args[0]), F32, e.args[0].span, "bernoulli probability")
@@ -610,14 +630,18 @@ class BodyChecker:
                 self.scopes.pop()
             rnd = self.uses_random
             self.uses_random = before or rnd
-            return [ir.ForS(var=s.var, start=start, stop=stop, body=body, loop_id=self.env.next_site(),
-                            random=rnd, span=s.span)]
+            return [
+                ir.ForS(
+                    var=s.var, start=start, stop=stop, body=body, loop_id=self.env.next_site(), random=rnd, span=s.span
+                )
+            ]
         if isinstance(s, ast.Match):
             return [self.match(s)]
         raise self.err(s.span, "E020", "unsupported statement")
 
-    def if_stmt(self, branches: list[tuple[ast.Expr, tuple[ast.Stmt, ...]]], orelse: tuple[ast.Stmt, ...],
-                span: Span) -> ir.Stmt:
+    def if_stmt(
+        self, branches: list[tuple[ast.Expr, tuple[ast.Stmt, ...]]], orelse: tuple[ast.Stmt, ...], span: Span
+    ) -> ir.Stmt:
         cond_ast, body_ast = branches[0]
         cond = self.checked(lambda: self.bool_expr(cond_ast), cond_ast.span)
         then = self.block(body_ast)
@@ -726,8 +750,11 @@ class BodyChecker:
         v = self.expr(s.value)
         if s.op != "=":
             op = s.op[:-1]
-            cur = ir.Read(space=tgt.space, name=tgt.name, index=tgt.index, ty=tgt.ty, span=tgt.span) \
-                if tgt.space != "local" else ir.Local(name=tgt.name, ty=tgt.ty, span=tgt.span)
+            cur = (
+                ir.Read(space=tgt.space, name=tgt.name, index=tgt.index, ty=tgt.ty, span=tgt.span)
+                if tgt.space != "local"
+                else ir.Local(name=tgt.name, ty=tgt.ty, span=tgt.span)
+            )
             if tgt.ty.shape:
                 raise self.err(s.span, "E041", f"'{s.op}' needs a scalar target")
             if v.ty.shape:

@@ -9,15 +9,64 @@ from envc.diagnostics import Span
 from envc.ir import Ty
 
 KEYWORDS = {
-    "let", "if", "elif", "else", "then", "for", "in", "match", "case", "return", "pass",
-    "and", "or", "not", "true", "false",
+    "let",
+    "if",
+    "elif",
+    "else",
+    "then",
+    "for",
+    "in",
+    "match",
+    "case",
+    "return",
+    "pass",
+    "and",
+    "or",
+    "not",
+    "true",
+    "false",
 }
 DTYPES = {"bool", "i8", "i16", "i32", "u32", "f32"}
-RESERVED = KEYWORDS | DTYPES | {
-    "current_player", "step_count", "num_players", "p", "action", "range", "len", "count", "int", "float",
-    "self", "None", "True", "False", "import", "class", "def", "lambda", "while", "fn", "struct", "impl",
-    "mod", "use", "type", "ref", "mut", "state", "params", "key", "jnp", "jax", "np", "lax",
-}
+RESERVED = (
+    KEYWORDS
+    | DTYPES
+    | {
+        "current_player",
+        "step_count",
+        "num_players",
+        "p",
+        "action",
+        "range",
+        "len",
+        "count",
+        "int",
+        "float",
+        "self",
+        "None",
+        "True",
+        "False",
+        "import",
+        "class",
+        "def",
+        "lambda",
+        "while",
+        "fn",
+        "struct",
+        "impl",
+        "mod",
+        "use",
+        "type",
+        "ref",
+        "mut",
+        "state",
+        "params",
+        "key",
+        "jnp",
+        "jax",
+        "np",
+        "lax",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Union
+from typing import Union
 
 import yaml
 
@@ -98,9 +99,7 @@ def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, .
     return raw
 
 
-def flatten(
-    raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, ...] | None], span: Span
-) -> list[Value]:
+def flatten(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, ...] | None], span: Span) -> list[Value]:
     """Flatten a nested list (or a `;`-separated CSV cell) of shape `ty.shape`, row-major."""
     if not ty.shape:
         return [scalar_value(raw, ty, enum_members, span)]

@@ -1,0 +1,98 @@
+"""The `envc` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import envc
+from envc.diagnostics import Severity
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="envc: compile declarative RL environment specs.")
+err = Console(stderr=True)
+
+
+class Format(str, Enum):
+    """Diagnostic output formats."""
+
+    text = "text"
+    json = "json"
+
+
+@app.callback()
+def _main() -> None:
+    """envc: compile declarative RL environment specs."""
+
+
+@app.command()
+def lint(
+    specs: Annotated[list[str], typer.Argument(help="Spec files to check")],
+    format: Annotated[Format, typer.Option("--format", help="text or json")] = Format.text,
+) -> None:
+    """Check specs and print located diagnostics; exit 1 if any has errors."""
+    failed = False
+    records = []
+    for path in specs:
+        _, diags = envc.lint(path)
+        failed |= any(d.severity is Severity.ERROR for d in diags)
+        if format is Format.json:
+            records += [d.to_json() for d in diags]
+        else:
+            for d in diags:
+                print(d.format())
+    if format is Format.json:
+        print(json.dumps(records, indent=2))
+    elif not failed:
+        err.print(f"[green]{len(specs)} spec(s) OK[/green]")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="Spec file")],
+    episodes: Annotated[int, typer.Option(help="Episodes to play")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed for keys and the random policy")] = 0,
+    backend: Annotated[str, typer.Option(help="reference (jax and rust: later)")] = "reference",
+    max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
+) -> None:
+    """Play random legal actions and print a summary table."""
+    from envc.rollout import random_rollouts
+
+    try:
+        model = envc.load(spec)
+        env = envc.build(model, backend=backend)
+    except envc.SpecError as e:
+        for d in e.diagnostics:
+            print(d.format(), file=sys.stderr)
+        raise typer.Exit(1) from None
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    try:
+        summary = random_rollouts(env, episodes, seed, max_steps)
+    except envc.SpecRuntimeError as e:
+        err.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from None
+    table = Table(title=f"{model.name}: {episodes} random-legal episodes ({backend})")
+    for col in ("episodes", "mean return", "mean length", "terminated", "truncated", "steps/s"):
+        table.add_column(col, justify="right")
+    returns = " / ".join(f"{r:+.3f}" for r in summary.mean_return)
+    table.add_row(
+        str(summary.episodes),
+        returns,
+        f"{summary.mean_length:.1f}",
+        str(summary.terminated),
+        str(summary.truncated),
+        f"{summary.steps_per_second:,.0f}",
+    )
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    app()
