@@ -210,9 +210,10 @@ class BodyChecker:
         return None
 
     def index(self, base: PRef, e: ast.Index) -> PRef:
-        dims = base.dims()
         if base.sym.kind in ("record", "table") and base.part is None:
             dims = base.sym.outer
+        else:
+            dims = base.dims()
         out = list(base.index)
         for idx_ast in e.indices:
             k = len(out)
@@ -418,14 +419,19 @@ class BodyChecker:
                 return ir.Cast(x=x, ty=Ty(dtype=DType.I8, enum=f), span=e.span)
             name = {"int": "i32", "float": "f32"}.get(f, f)
             ty = Ty(dtype=DType(name))
-            if isinstance(x, ir.Lit) and id(x) in self.weak and ty.dtype is not DType.BOOL:
-                return self.fit(x, ty, e.span)
+            if isinstance(x, ir.Lit) and id(x) in self.weak and ty.dtype.is_int:
+                assert isinstance(x.value, int)
+                lo, hi = ty.dtype.int_range
+                return _lit((x.value - lo) % (hi - lo + 1) + lo, ty, e.span)  # explicit casts wrap
             return x if x.ty == ty else ir.Cast(x=x, ty=ty, span=e.span)
         if f in MATH and not (f in ("min", "max") and len(args) == 1):
             return self.math(e)
         if f in REDUCTIONS:
             self.arity(e, 1)
-            x = self.expr(args[0])
+            r = self.ref(args[0])
+            if f == "count" and isinstance(r, PRef) and r.sym.kind == "zone":
+                return self.zone_count(self.zone_of(r, args[0].span), e.span)
+            x = self.finish(r, args[0].span) if isinstance(r, PRef) else self.expr(args[0])
             if not x.ty.shape:
                 raise self.err(args[0].span, "E041", f"{f}(...) needs an array or a generator")
             return self.reduce_ty(f, x, e.span, array=True)
