@@ -262,6 +262,20 @@ def _fma_f32(a: float, b: float, c: float) -> float:
     return _f32(s)
 
 
+def _fma_f32_array(a: npt.NDArray[np.float32], b: np.float32, c: np.float32) -> npt.NDArray[np.float32]:
+    """Vectorized :func:`_fma_f32`: float32 ``a * b + c`` with one rounding."""
+    # Exact product in float64, one float64 rounding of the sum made
+    # round-to-odd (TwoSum error term), so the final float32 cast is exact.
+    p = np.asarray(a, dtype=np.float64) * np.float64(b)
+    c64 = np.float64(c)
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    fix = (err != 0.0) & ((s.view(np.uint64) & np.uint64(1)) == 0)
+    s = np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s)
+    return s.astype(np.float32)
+
+
 def uniform(key: Key, shape: tuple[int, ...] = (), minval: float = 0.0, maxval: float = 1.0) -> npt.NDArray[np.float32]:
     """float32 array == ``jax.random.uniform(key, shape, float32, minval, maxval)``."""
     b = bits(key, shape)
@@ -270,16 +284,7 @@ def uniform(key: Key, shape: tuple[int, ...] = (), minval: float = 0.0, maxval: 
     lo = np.float32(minval)
     with np.errstate(over="ignore", invalid="ignore"):
         span = np.float32(maxval) - lo
-        # float32 fma(floats, span, lo): exact in float64 up to one rounding of
-        # the sum, which is made round-to-odd so the final float32 cast is exact.
-        p = floats.astype(np.float64) * np.float64(span)
-        lo64 = np.float64(lo)
-        s = p + lo64
-        bb = s - p
-        err = (p - (s - bb)) + (lo64 - bb)
-        fix = (err != 0.0) & ((s.view(np.uint64) & np.uint64(1)) == 0)
-        s = np.where(fix, np.nextafter(s, np.copysign(np.inf, err)), s)
-        out = np.maximum(lo, s.astype(np.float32))
+        out = np.maximum(lo, _fma_f32_array(floats, span, lo))
     return np.asarray(out, dtype=np.float32).reshape(shape)
 
 

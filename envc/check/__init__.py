@@ -534,8 +534,9 @@ class Checker:
                     body = (ir.ReturnS(value=x, span=x.span),)
                     rnd = False
                 else:
+                    before = len(self.diags.items)
                     body, rnd = self.body_at(keys, ctx, locals_)
-                    if sym.returns is not None:
+                    if sym.returns is not None and len(self.diags.items) == before:
                         self.check_returns(body, keys)
                 if rnd:
                     self.env.random_callables.add(name)

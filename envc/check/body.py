@@ -90,8 +90,12 @@ class BodyChecker:
         self.env = env
         self.ctx = ctx
         self.scopes: list[dict[str, LocalVar]] = [dict(locals_ or {})]
-        self.weak: set[int] = set()
+        self.weak: dict[int, ir.Expr] = {}  # untyped int literals, kept alive so ids stay unique
         self.uses_random = False
+
+    def is_weak(self, x: ir.Expr) -> bool:
+        """Is `x` an int literal whose type adapts to the other operand?"""
+        return self.weak.get(id(x)) is x
 
     # ---- diagnostics -------------------------------------------------
     def err(self, span: Span, code: str, msg: str) -> Bail:
@@ -277,7 +281,7 @@ class BodyChecker:
             lit = _lit(e.value, I32, e.span)
             if not -(2**31) <= e.value < 2**32:
                 raise self.err(e.span, "E040", f"integer literal {e.value} does not fit in 32 bits")
-            self.weak.add(id(lit))
+            self.weak[id(lit)] = lit
             return lit
         if isinstance(e, ast.BoolLit):
             return _lit(e.value, BOOL, e.span)
@@ -289,8 +293,8 @@ class BodyChecker:
             self.numeric(x, e.x.span, "-")
             if isinstance(x, ir.Lit) and not isinstance(x.value, bool):
                 lit = _lit(-x.value, x.ty, e.span)
-                if id(x) in self.weak:
-                    self.weak.add(id(lit))
+                if self.is_weak(x):
+                    self.weak[id(lit)] = lit
                 return lit
             return ir.Unary(op="neg", x=x, ty=x.ty, span=e.span)
         if isinstance(e, ast.Binary):
@@ -325,13 +329,13 @@ class BodyChecker:
     def cast(self, x: ir.Expr, ty: Ty) -> ir.Expr:
         if x.ty == ty:
             return x
-        if isinstance(x, ir.Lit) and id(x) in self.weak:
+        if isinstance(x, ir.Lit) and self.is_weak(x):
             return self.fit(x, ty, x.span)
         return ir.Cast(x=x, ty=ty, span=x.span)
 
     def unify(self, a: ir.Expr, b: ir.Expr, span: Span, what: str) -> tuple[ir.Expr, ir.Expr, Ty]:
         ta, tb = a.ty, b.ty
-        wa, wb = id(a) in self.weak, id(b) in self.weak
+        wa, wb = self.is_weak(a), self.is_weak(b)
         if ta.enum or tb.enum or ta.dtype is DType.BOOL or tb.dtype is DType.BOOL:
             if ta == tb:
                 return a, b, ta
@@ -373,18 +377,19 @@ class BodyChecker:
         if op == "/":
             a, b = self.cast(a, F32), self.cast(b, F32)
             return ir.Binary(op="/", a=a, b=b, ty=F32, span=e.span)
-        weak = id(a) in self.weak and id(b) in self.weak
+        weak = self.is_weak(a) and self.is_weak(b)
         a, b, ty = self.unify(a, b, e.span, f"operands of '{op}'")
         if ty.dtype is DType.F32 and op in ("&", "|", "^"):
             raise self.err(e.span, "E040", f"'{op}' needs integers")
-        out = ir.Binary(op=op, a=a, b=b, ty=ty, span=e.span)
-        if weak and isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
+        if isinstance(a, ir.Lit) and isinstance(b, ir.Lit) and ty.dtype.is_int:
             folded = _fold(op, a.value, b.value)
-            if folded is not None:
-                lit = _lit(folded, I32, e.span)
-                self.weak.add(id(lit))
+            if folded is not None:  # static arithmetic stays static (e.g. range(columns - 3))
+                lo, hi = ty.dtype.int_range
+                lit = _lit((folded - lo) % (hi - lo + 1) + lo, ty, e.span)
+                if weak:
+                    self.weak[id(lit)] = lit
                 return lit
-        return out
+        return ir.Binary(op=op, a=a, b=b, ty=ty, span=e.span)
 
     def coerce(self, x: ir.Expr, ty: Ty, span: Span, what: str) -> ir.Expr:
         """Assignment compatibility: ints convert to any int (wrapping) or f32; otherwise types must match."""
@@ -419,7 +424,7 @@ class BodyChecker:
                 return ir.Cast(x=x, ty=Ty(dtype=DType.I8, enum=f), span=e.span)
             name = {"int": "i32", "float": "f32"}.get(f, f)
             ty = Ty(dtype=DType(name))
-            if isinstance(x, ir.Lit) and id(x) in self.weak and ty.dtype.is_int:
+            if isinstance(x, ir.Lit) and self.is_weak(x) and ty.dtype.is_int:
                 assert isinstance(x.value, int)
                 lo, hi = ty.dtype.int_range
                 return _lit((x.value - lo) % (hi - lo + 1) + lo, ty, e.span)  # explicit casts wrap
@@ -705,7 +710,7 @@ class BodyChecker:
         v = self.scalar(s.value, "local value")
         if declared is not None:
             v = self.coerce(v, declared, s.value.span, f"value of '{s.name}'")
-        elif id(v) in self.weak:
+        elif self.is_weak(v):
             v = self.fit(v, I32, s.span)
         self.declare(s.name, LocalVar(v.ty, True), s.span)
         return [ir.LetS(name=s.name, value=v, span=s.span)]
@@ -838,7 +843,7 @@ def _fold(op: str, a: object, b: object) -> int | None:
         r = a % b
     else:
         return None
-    return r if -(2**31) <= r < 2**31 else None
+    return r
 
 
 def _substitute_lhs(x: ir.Expr, cur: ir.Expr) -> ir.Expr:
