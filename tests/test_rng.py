@@ -55,12 +55,8 @@ _v_randint: Callable[..., jax.Array] = jax.jit(
         in_axes=(0, None, None),
     )
 )
-_v_bernoulli: Callable[..., jax.Array] = jax.jit(
-    jax.vmap(lambda k, p: jax.random.bernoulli(k, p), in_axes=(0, None))
-)
-_v_bits: Callable[..., jax.Array] = jax.jit(
-    jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))
-)
+_v_bernoulli: Callable[..., jax.Array] = jax.jit(jax.vmap(lambda k, p: jax.random.bernoulli(k, p), in_axes=(0, None)))
+_v_bits: Callable[..., jax.Array] = jax.jit(jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32)))
 
 SEEDS = [
     0,
@@ -86,9 +82,10 @@ TEST_KEYS: list[rng.Key] = [(0, 0), (0, 42), (123, 456), (U32 - 1, U32 - 1)]
 
 def test_matched_jax_configuration() -> None:
     """The module documents this jax configuration; fail loudly if it changes."""
-    assert jax.config.jax_threefry_partitionable is True
-    assert jax.config.jax_enable_x64 is False
-    assert jax.config.jax_default_prng_impl == "threefry2x32"
+    config: Any = jax.config  # flags are dynamic attributes
+    assert config.jax_threefry_partitionable is True
+    assert config.jax_enable_x64 is False
+    assert config.jax_default_prng_impl == "threefry2x32"
 
 
 # ---------------------------------------------------------------- threefry
@@ -111,9 +108,7 @@ def test_matched_jax_configuration() -> None:
         ),
     ],
 )
-def test_threefry_known_answers(
-    key: rng.Key, ctr: tuple[int, int], expected: tuple[int, int]
-) -> None:
+def test_threefry_known_answers(key: rng.Key, ctr: tuple[int, int], expected: tuple[int, int]) -> None:
     assert rng._threefry_scalar(*key, *ctr) == expected
     y0, y1 = rng.threefry2x32(key, np.array([ctr[0]]), np.array([ctr[1]]))
     assert (int(y0[0]), int(y1[0])) == expected
@@ -256,9 +251,7 @@ def test_bits(key: rng.Key, shape: tuple[int, ...]) -> None:
 @HYP
 @given(key=keys)
 def test_bits_hypothesis(key: rng.Key) -> None:
-    np.testing.assert_array_equal(
-        rng.bits(key, (3, 4)), np.asarray(jax.random.bits(jkey(key), (3, 4), jnp.uint32))
-    )
+    np.testing.assert_array_equal(rng.bits(key, (3, 4)), np.asarray(jax.random.bits(jkey(key), (3, 4), jnp.uint32)))
     assert rng.bits_scalar(key) == int(jax.random.bits(jkey(key), (), jnp.uint32))
 
 
@@ -300,16 +293,12 @@ def test_uniform_scalar(lo: float, hi: float) -> None:
     got = np.array([rng.uniform_scalar(k, lo, hi) for k in tuples], dtype=np.float64)
     # Every value must be a float32 value, bit-identical to jax.
     np.testing.assert_array_equal(got, got.astype(np.float32).astype(np.float64))
-    np.testing.assert_array_equal(
-        got.astype(np.float32).view(np.uint32), expected.view(np.uint32)
-    )
+    np.testing.assert_array_equal(got.astype(np.float32).view(np.uint32), expected.view(np.uint32))
 
 
 def test_uniform_default_bounds() -> None:
     key = (9, 10)
-    np.testing.assert_array_equal(
-        rng.uniform(key, (7,)), np.asarray(jax.random.uniform(jkey(key), (7,)))
-    )
+    np.testing.assert_array_equal(rng.uniform(key, (7,)), np.asarray(jax.random.uniform(jkey(key), (7,))))
     assert rng.uniform_scalar(key) == float(jax.random.uniform(jkey(key)))
 
 
@@ -324,6 +313,35 @@ def test_uniform_is_fused_multiply_add() -> None:
     assert (got != unfused).sum() > 100
 
 
+F = 2.0**-23  # float32 ulp at 1.0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "c"),
+    [
+        # a * b == 1 + 2**-11 + 2**-24 is a float32 tie; c breaks it. Naive
+        # double rounding (f64 sum, then f32 cast) gets the first case wrong.
+        (1 + 2.0**-12, 1 + 2.0**-12, 2.0**-80),
+        (1 + 2.0**-12, 1 + 2.0**-12, -(2.0**-80)),
+        (1 + 2.0**-12, 1 + 2.0**-12, 0.0),
+        (-(1 + 2.0**-12), 1 + 2.0**-12, -(2.0**-80)),
+        (0.5 + 7 * F, 3.0, -1.5),
+        (1 - F, 1e-3, 1e6),
+        (0.0, 5.0, -0.05),
+    ],
+)
+def test_fma_f32_is_correctly_rounded(a: float, b: float, c: float) -> None:
+    from fractions import Fraction
+
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    lo = np.float32(float(exact))
+    cands = [np.nextafter(lo, np.float32(-np.inf)), lo, np.nextafter(lo, np.float32(np.inf))]
+    best = min(cands, key=lambda y: (abs(Fraction(float(y)) - exact), int(np.float32(y).view(np.uint32)) & 1))
+    assert rng._fma_f32(a, b, c) == float(best)
+    arr = rng._fma_f32_array(np.array([a, a], np.float32), np.float32(b), np.float32(c))
+    np.testing.assert_array_equal(arr, np.array([best, best], np.float32))
+
+
 @HYP
 @given(
     key=keys,
@@ -333,9 +351,7 @@ def test_uniform_is_fused_multiply_add() -> None:
 def test_uniform_hypothesis(key: rng.Key, lo: float, width: float) -> None:
     hi = lo + width
     expected = np.asarray(jax.random.uniform(jkey(key), (5,), jnp.float32, lo, hi))
-    np.testing.assert_array_equal(
-        rng.uniform(key, (5,), lo, hi).view(np.uint32), expected.view(np.uint32)
-    )
+    np.testing.assert_array_equal(rng.uniform(key, (5,), lo, hi).view(np.uint32), expected.view(np.uint32))
     scalar = np.asarray(jax.random.uniform(jkey(key), (), jnp.float32, lo, hi))
     assert rng.uniform_scalar(key, lo, hi) == float(scalar)
 
@@ -397,9 +413,7 @@ def test_randint_clips_like_jax_x64(lo: int, hi: int) -> None:
     # to int32 (and maxval > int32 max widens the span by one).
     key = (77, 88)
     with jax.enable_x64(True):
-        expected = np.asarray(
-            jax.random.randint(jkey(key), (9,), np.int64(lo), np.int64(hi), jnp.int32)
-        )
+        expected = np.asarray(jax.random.randint(jkey(key), (9,), np.int64(lo), np.int64(hi), jnp.int32))
     np.testing.assert_array_equal(rng.randint(key, lo, hi, (9,)), expected)
     # Partitionable mode: a scalar draw equals element 0 of a vector draw.
     assert rng.randint_scalar(key, lo, hi) == int(expected[0])
@@ -436,6 +450,17 @@ def test_bernoulli_scalar(p: float) -> None:
         assert all(got)
 
 
+def test_bernoulli_boundary_is_strict() -> None:
+    # p equal to the drawn uniform gives False (u < p), the next float32 up True;
+    # p is rounded to float32 first, so u * (1 + 2**-30) behaves like u.
+    for key in TEST_KEYS:
+        u = rng.uniform_scalar(key)
+        above = float(np.nextafter(np.float32(u), np.float32(2.0)))
+        for p, expected in [(u, False), (u * (1 + 2.0**-30), False), (above, True)]:
+            assert rng.bernoulli_scalar(key, p) is expected
+            assert bool(jax.random.bernoulli(jkey(key), np.float32(p))) is expected
+
+
 @HYP
 @given(key=keys, p=st.floats(0.0, 1.0))
 def test_bernoulli_hypothesis(key: rng.Key, p: float) -> None:
@@ -468,7 +493,7 @@ def test_choice_mask_edge_cases() -> None:
         assert rng.choice_mask(key, []) == 0
         assert rng.choice_mask(key, [False] * 5) == 0
         assert rng.choice_mask(key, [False, False, True]) == 2
-        assert rng.choice_mask(key, (np.bool_(False), np.bool_(True))) == 1
+        assert rng.choice_mask(key, list(np.array([False, True]))) == 1
 
 
 @HYP
@@ -509,6 +534,10 @@ def test_shuffle_order_ties_are_stable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rng, "bits", lambda key, shape: fake[: shape[0]].copy())
     assert rng.shuffle_order((0, 0), 6, 6) == [4, 1, 3, 0, 2, 5]
     assert rng.shuffle_order((0, 0), 6, 3) == [1, 0, 2, 3, 4, 5]
+    # Many ties in a long array (unstable sorts reorder these).
+    fake = np.random.default_rng(0).integers(0, 3, size=200).astype(np.uint32)
+    expected = sorted(range(150), key=lambda i: (int(fake[i]), i)) + list(range(150, 200))
+    assert rng.shuffle_order((0, 0), 200, 150) == expected
 
 
 def test_shuffle_order_rejects_bad_count() -> None:
@@ -532,6 +561,4 @@ def test_shuffle_order_property(key: rng.Key, capacity: int, data: st.DataObject
     full = rng.shuffle_order(key, capacity, capacity)
     assert order[:count] == [i for i in full if i < count]
     b = rng.bits(key, (capacity,))
-    assert all(
-        (b[order[j]], order[j]) < (b[order[j + 1]], order[j + 1]) for j in range(count - 1)
-    )
+    assert all((b[order[j]], order[j]) < (b[order[j + 1]], order[j + 1]) for j in range(count - 1))
