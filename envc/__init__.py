@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from os import PathLike
 from typing import Any
 
+from envc import rng
 from envc.diagnostics import Diagnostic, SpecError, SpecRuntimeError
 from envc.ir import SpecIR
 from envc.pipeline import lint, load
 
 __version__ = "0.1.0"
-__all__ = ["Diagnostic", "SpecError", "SpecIR", "SpecRuntimeError", "__version__", "build", "lint", "load"]
+__all__ = ["Diagnostic", "SpecError", "SpecIR", "SpecRuntimeError", "__version__", "build", "lint", "load", "rng"]
 
 
 def build(
-    spec: SpecIR | str, backend: str = "reference", params: Mapping[str, Any] | None = None, strict: bool = True
+    spec: SpecIR | str | PathLike[str],
+    backend: str = "reference",
+    params: Mapping[str, Any] | None = None,
+    strict: bool = True,
 ) -> Any:
     """An environment for `spec` (an IR or a path) on `backend`; only "reference" exists so far."""
-    if isinstance(spec, str):
-        spec = load(spec)
+    if not isinstance(spec, SpecIR):
+        spec = load(str(spec))
     if backend == "reference":
         from envc.interpret import ReferenceEnv
 

@@ -139,5 +139,5 @@ def did_you_mean(name: str, candidates: list[str]) -> str:
     """A ` (did you mean 'x'?)` suffix, or ''."""
     import difflib
 
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name, [c for c in candidates if c != name], n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""

@@ -32,7 +32,7 @@ def _state_kind(v: Any) -> str:
 class ParamDecl(_Model):
     """A parameter with a default; `static` params are compile-time (usable in shapes and loop bounds)."""
 
-    type: str = Field("f32", description="bool, i8, i16, i32, u32 or f32")
+    type: str | None = Field(None, description="bool, i8, i16, i32, u32 or f32 (default: from the default value)")
     default: Scalar = Field(description="Default value, overridable at run time (static: at build time).")
     static: bool = Field(False, description="Compile-time constant: may size arrays and bound loops.")
     doc: str = ""

@@ -140,8 +140,10 @@ class Compiler:
         data = self.consts[name]
         return lambda fr: data
 
-    def _offset(self, space: str, name: str, index: Sequence[ir.Expr], span: Span) -> tuple[Fn, int]:
-        """A closure computing the flat offset of the leading `index`, and the size of what remains."""
+    def _offset(
+        self, space: str, name: str, index: Sequence[ir.Expr], span: Span, write: bool = False
+    ) -> tuple[Fn, int]:
+        """The flat offset of the leading `index` and the size of what remains; bad reads clamp, bad writes give -1."""
         shape = self.shapes[(space, name)]
         strides = _strides(shape)
         k = len(index)
@@ -158,6 +160,8 @@ class Compiler:
                 v = f(fr)
                 if v < 0 or v >= dim:
                     fail(span, f"index {v} out of range for '{label}' (size {dim})")
+                    if write:
+                        return -1
                     v = 0 if v < 0 else dim - 1
                 off += v * stride
             return off
@@ -169,6 +173,8 @@ class Compiler:
                 v = f0(fr)
                 if v < 0 or v >= dim0:
                     fail(span, f"index {v} out of range for '{label}' (size {dim0})")
+                    if write:
+                        return -1
                     v = 0 if v < 0 else dim0 - 1
                 return v * stride0  # type: ignore[no-any-return]
 
@@ -282,6 +288,18 @@ class Compiler:
             return lambda fr: f32(float(x(fr)))
         if src is DType.F32:
             return lambda fr: float_to_int(x(fr), dst)
+        if e.ty.enum is not None:
+            n = len(next(en.members for en in self.spec.enums if en.name == e.ty.enum))
+            fail, span, name = self.fail, e.span, e.ty.enum
+
+            def to_enum(fr: Frame) -> int:
+                v = int(x(fr))
+                if not 0 <= v < n:
+                    fail(span, f"{v} is not a member index of {name} (0..{n - 1})")
+                    return 0
+                return v
+
+            return to_enum
         w = wrapper(dst)
         return lambda fr: w(int(x(fr)))
 
@@ -436,9 +454,9 @@ class Compiler:
 
         return find
 
-    def zone(self, z: ir.ZoneRef) -> tuple[Fn, Fn]:
-        """Closures for the flat offset of the zone's first slot and of its count."""
-        off, _ = self._offset("state", z.name + ".count", z.index, z.span)
+    def zone(self, z: ir.ZoneRef, write: bool = False) -> tuple[Fn, Fn]:
+        """Closures for the flat offset of the zone's first slot and of its count (-1 for a bad write)."""
+        off, _ = self._offset("state", z.name + ".count", z.index, z.span, write)
         cap = z.capacity
         return (lambda fr: off(fr) * cap), off
 
@@ -476,16 +494,20 @@ class Compiler:
 
             return set_local
         get = self._getter(t.space, t.name)
-        off, rest = self._offset(t.space, t.name, t.index, t.span)
+        off, rest = self._offset(t.space, t.name, t.index, t.span, write=True)
         if not t.ty.shape:
 
             def set_one(fr: Frame, v: Any) -> None:
-                get(fr)[off(fr)] = v
+                o = off(fr)
+                if o >= 0:
+                    get(fr)[o] = v
 
             return set_one
 
         def set_many(fr: Frame, v: Any) -> None:
             o = off(fr)
+            if o < 0:
+                return
             get(fr)[o : o + rest] = v if isinstance(v, list) else [v] * rest
 
         return set_many
@@ -547,16 +569,23 @@ class Compiler:
         return rloop
 
     def s_zone_op(self, s: ir.ZoneOp) -> Op:
-        base, cnt = self.zone(s.zone)
+        base, cnt = self.zone(s.zone, write=True)
         z, zc, cap = s.zone.name, s.zone.name + ".count", s.zone.capacity
         fail, span, op = self.fail, s.span, s.op
         idx = self.expr(s.index) if s.index is not None else None
         val = self.expr(s.value) if s.value is not None else None
         out = self.store(s.out) if s.out is not None else None
+        if s.out is not None and s.out.ty.dtype != s.zone.elem.dtype:
+            put, conv = out, wrapper(s.out.ty.dtype)
+            out = lambda fr, v: put(fr, conv(v)) if put is not None else None
         site = s.site
 
         def zop(fr: Frame) -> None:
             b, co = base(fr), cnt(fr)
+            if co < 0:
+                if out is not None:
+                    out(fr, 0)
+                return
             data, counts = fr.st[z], fr.st[zc]
             n = counts[co]
             if op == "push":

@@ -184,7 +184,7 @@ class Checker:
         for name, p in self.doc.params.items():
             decl = p if isinstance(p, d.ParamDecl) else d.ParamDecl(type=_infer_type(p), default=p)
             keys: Path = ("params", name)
-            ty = self.scalar_type(decl.type, keys)
+            ty = self.scalar_type(decl.type or _infer_type(decl.default), keys)
             if ty is None:
                 continue
             if ty.enum:
@@ -423,10 +423,11 @@ class Checker:
             if sty is None:
                 continue
             ty = Ty(dtype=sty.dtype, shape=outer, enum=sty.enum)
-            init = self.values(f.init, ty, keys + ("init",))
-            if init is None and f.per_player and isinstance(f.init, list):
+            if f.per_player and isinstance(f.init, list) and shp and len(f.init) == shp[0] != P:
                 one = self.values(f.init, Ty(dtype=ty.dtype, shape=shp, enum=ty.enum), keys + ("init",))
-                init = one * P if one is not None else None
+                init = one * P if one is not None else None  # one player's init, repeated for each player
+            else:
+                init = self.values(f.init, ty, keys + ("init",))
             if init is None:
                 continue
             self.fields.append(
@@ -529,7 +530,7 @@ class Checker:
                     caller=name,
                 )
                 body: tuple[ir.Stmt, ...]
-                if sym.returns is not None and not re.search(r"\breturn\b", c.body):
+                if sym.returns is not None and not _has_return_statement(c.body):
                     x = self.expr_at(keys, c.body, ctx, locals_, sym.returns)
                     body = (ir.ReturnS(value=x, span=x.span),)
                     rnd = False
@@ -714,7 +715,7 @@ class Checker:
         callables = self.check_callables()
         box = self.check_box()
         actions, num_actions = self.check_actions()
-        if not actions and box is None:
+        if not actions and box is None and not doc.actions:
             self.diags.error(
                 self.key_at("actions") if doc.actions else Span.point(self.path, 1, 1),
                 "E010",
@@ -740,7 +741,15 @@ class Checker:
             x = self.expr_at(("invariants", name), text, Context(where=f"invariant '{name}'", pure=True), {}, BOOL)
             invariants.append((name, x))
         self.check_recursion()
-        callables = [c.model_copy(update={"random": c.name in self.env.random_callables}) for c in callables]
+        rand = self.env.random_callables
+        callables = [
+            c.model_copy(update={"random": c.name in rand, "body": _mark_loops(c.body, rand)}) for c in callables
+        ]
+        actions = [a.model_copy(update={"effect": _mark_loops(a.effect, rand)}) for a in actions]
+        rules = [r.model_copy(update={"body": _mark_loops(r.body, rand)}) for r in rules]
+        reset = _mark_loops(reset, rand)
+        if box is not None:
+            box = box.model_copy(update={"effect": _mark_loops(box.effect, rand)})
         if self.diags.has_errors:
             return None
         return ir.SpecIR(
@@ -769,6 +778,44 @@ class Checker:
             callables=tuple(callables),
             illegal_action_penalty=doc.illegal_action_penalty,
         )
+
+
+def _has_return_statement(text: str) -> bool:
+    """Does a function body use statements (a `return` line) rather than being one expression?"""
+    return any(line.split("#", 1)[0].strip().startswith("return") for line in text.splitlines())
+
+
+def _mark_loops(stmts: tuple[ir.Stmt, ...], rand: set[str]) -> tuple[ir.Stmt, ...]:
+    """Flag loops whose body calls a procedure that draws randomness (so each iteration gets its own key)."""
+
+    def walk(ss: tuple[ir.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
+        out: list[ir.Stmt] = []
+        any_rand = False
+        for s in ss:
+            r = False
+            if isinstance(s, ir.ForS):
+                body, r = walk(s.body)
+                r = r or s.random
+                s = s.model_copy(update={"body": body, "random": r})
+            elif isinstance(s, ir.IfS):
+                then, r1 = walk(s.then)
+                orelse, r2 = walk(s.orelse)
+                s, r = s.model_copy(update={"then": then, "orelse": orelse}), r1 or r2
+            elif isinstance(s, ir.Switch):
+                cases = []
+                for members, body in s.cases:
+                    b, rb = walk(body)
+                    cases.append((members, b))
+                    r = r or rb
+                default, rd = walk(s.default)
+                s, r = s.model_copy(update={"cases": tuple(cases), "default": default}), r or rd
+            elif isinstance(s, ir.CallProc):
+                r = s.proc in rand
+            out.append(s)
+            any_rand = any_rand or r
+        return tuple(out), any_rand
+
+    return walk(stmts)[0]
 
 
 def _zero(ty: Ty) -> bool | int | float:

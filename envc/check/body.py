@@ -92,6 +92,7 @@ class BodyChecker:
         self.scopes: list[dict[str, LocalVar]] = [dict(locals_ or {})]
         self.weak: dict[int, ir.Expr] = {}  # untyped int literals, kept alive so ids stay unique
         self.uses_random = False
+        self.in_generator = 0
 
     def is_weak(self, x: ir.Expr) -> bool:
         """Is `x` an int literal whose type adapts to the other operand?"""
@@ -569,17 +570,21 @@ class BodyChecker:
             raise self.err(e.func_span, "E030", f"'{e.func}' cannot take a generator; use one of {sorted(REDUCTIONS)}")
         start, stop = self.range_of(e.iter)
         self.scopes.append({})
+        self.in_generator += 1
         try:
             self.declare(e.var, LocalVar(I32, False, (start, stop)), e.span)
             elt = self.scalar(e.elt, "element")
             cond = self.bool_expr(e.cond, "filter") if e.cond is not None else None
         finally:
             self.scopes.pop()
+            self.in_generator -= 1
         return self.reduce_ty(e.func, elt, e.span, False, e.var, start, stop, cond)
 
     def random_site(self, span: Span) -> int:
         if self.ctx.pure:
             raise self.err(span, "E054", f"randomness is not allowed in {self.ctx.where}")
+        if self.in_generator:
+            raise self.err(span, "E054", "randomness inside a generator would repeat per element; use a for loop")
         self.uses_random = True
         return self.env.next_site()
 
@@ -742,7 +747,7 @@ class BodyChecker:
             if s.space == "action":
                 raise self.err(e.span, "E050", "'action' is read-only")
             if s.kind == "zone":
-                raise self.err(e.span, "E043", "assign zone elements one at a time, or use push/insert/clear")
+                raise self.err(e.span, "E043", "a zone changes only through push/insert/pop/remove_at/clear/shuffle")
             x = self.finish(r, e.span)
             assert isinstance(x, ir.Read)
             return ir.Target(space=s.space, name=x.name, index=x.index, ty=x.ty, span=e.span)  # type: ignore[arg-type]
@@ -785,6 +790,9 @@ class BodyChecker:
 
     def zone_take(self, c: ast.Call, out: ir.Target | None) -> ir.Stmt:
         self.check_effects(c.span, c.func)
+        if out is not None and c.args:
+            z = self.zone_arg(c.args[0])
+            self.coerce(ir.Local(name="__elem__", ty=z.elem, span=c.span), out.ty, c.span, f"result of {c.func}")
         if c.func == "pop":
             self.arity(c, 1)
             z = self.zone_arg(c.args[0])
