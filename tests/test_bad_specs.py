@@ -1,0 +1,319 @@
+"""The malformed-spec corpus (tests/bad_specs): every file lints without raising, and its first error has the
+expected code at the expected line:col.
+
+Each corpus file states its expectation on its first line:
+
+    # expect: CODE LINE:COL [TEXT]          position in the spec itself
+    # expect: CODE FILE:LINE:COL [TEXT]     position in a data file beside it (CSV tables)
+
+TEXT, if given, must appear in the first error's message (used to check "did you mean" hints). "First" is the
+first error in the order `envc.lint` returns (file order). Comment lines right after it may mark a known compiler
+bug: `# xfail: REASON` (the expectation is what the compiler should report; the test is a strict xfail until it
+does) and `# xfail-span: REASON` (the same for the "every diagnostic is located inside its file, with a one-line
+message" check). Files that cannot carry a comment (binary, not UTF-8) are listed in bad_specs/expected.txt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import envc
+from envc.diagnostics import CODES, Diagnostic
+
+CORPUS = Path(__file__).resolve().parent / "bad_specs"
+_EXPECT = re.compile(r"^(E\d{3})\s+(?:([^\s:]+):)?(\d+):(\d+)(?:\s+(.*?))?\s*$")
+
+# Codes no corpus file triggers, with the reason. Empty: every E code can be reached from a file.
+UNCOVERED_OK: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Case:
+    path: Path
+    code: str
+    file: str | None  # data file the first error points into (None: the spec itself)
+    line: int
+    col: int
+    text: str | None
+    xfail: str | None
+    xfail_span: str | None
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+
+def _parse_expect(spec: str, where: str) -> tuple[str, str | None, int, int, str | None]:
+    m = _EXPECT.match(spec.strip())
+    if m is None:
+        raise ValueError(f"{where}: bad expectation {spec!r} (want 'CODE [FILE:]LINE:COL [TEXT]')")
+    code, file, line, col, text = m.groups()
+    if code not in CODES:
+        raise ValueError(f"{where}: {code} is not a diagnostic code")
+    return code, file, int(line), int(col), text or None
+
+
+def _side_table() -> dict[str, str]:
+    out: dict[str, str] = {}
+    table = CORPUS / "expected.txt"
+    for n, raw in enumerate(table.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, spec = line.partition(":")
+        if not spec:
+            raise ValueError(f"expected.txt:{n}: want 'FILE: CODE LINE:COL'")
+        out[name.strip()] = spec.strip()
+    return out
+
+
+def load_cases() -> list[Case]:
+    side = _side_table()
+    cases = []
+    for path in sorted(CORPUS.glob("*.yaml")):
+        head = [ln.decode("utf-8", "replace") for ln in path.read_bytes().split(b"\n")[:4]]
+        first = head[0]
+        xfail = xfail_span = None
+        if first.startswith("# expect:"):
+            if path.name in side:
+                raise ValueError(f"{path.name}: expectation both in the file and in expected.txt")
+            spec = first[len("# expect:") :]
+            for extra in head[1:]:
+                if not extra.startswith("#"):
+                    break
+                if extra.startswith("# xfail:"):
+                    xfail = extra[len("# xfail:") :].strip()
+                elif extra.startswith("# xfail-span:"):
+                    xfail_span = extra[len("# xfail-span:") :].strip()
+        elif path.name in side:
+            spec = side[path.name]
+        else:
+            raise ValueError(f"{path.name}: no `# expect:` first line and no entry in expected.txt")
+        code, file, line, col, text = _parse_expect(spec, path.name)
+        cases.append(Case(path, code, file, line, col, text, xfail, xfail_span))
+    missing = set(side) - {c.path.name for c in cases}
+    if missing:
+        raise ValueError(f"expected.txt names files that do not exist: {sorted(missing)}")
+    return cases
+
+
+CASES = load_cases()
+
+
+def _params(which: str) -> list[object]:
+    out = []
+    for c in CASES:
+        reason = c.xfail if which == "expect" else c.xfail_span
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        out.append(pytest.param(c, id=c.id, marks=marks))
+    return out
+
+
+def _lint(path: Path) -> list[Diagnostic]:
+    ir, diags = envc.lint(str(path))  # must not raise, whatever the file holds
+    errors = [d for d in diags if d.severity.value == "error"]
+    assert (ir is None) == bool(errors), "the IR must be None exactly when there are errors"
+    return diags
+
+
+def _all_diagnostics() -> list[Diagnostic]:
+    """Diagnostics of the whole corpus, for checks of message text (a case that raises is test_first_error's)."""
+    out: list[Diagnostic] = []
+    for c in CASES:
+        try:
+            out += envc.lint(str(c.path))[1]
+        except Exception:
+            pass
+    return out
+
+
+def _lines(path: Path) -> list[str] | list[bytes]:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return raw.split(b"\n")  # columns of undecodable files count bytes
+
+
+@pytest.mark.parametrize("case", _params("expect"))
+def test_first_error(case: Case) -> None:
+    diags = _lint(case.path)
+    errors = [d for d in diags if d.severity.value == "error"]
+    assert errors, f"{case.id}: expected {case.code}, got no error at all"
+    first = errors[0]
+    want_file = case.path.name if case.file is None else case.file
+    got = (first.code, Path(first.span.path).name, first.span.line, first.span.col)
+    listing = "\n".join(d.format() for d in diags)
+    assert got == (case.code, want_file, case.line, case.col), f"{case.id}: first error differs; all:\n{listing}"
+    if case.text is not None:
+        assert case.text in first.message, f"{case.id}: {case.text!r} not in {first.message!r}"
+
+
+@pytest.mark.parametrize("case", _params("span"))
+def test_diagnostics_are_located(case: Case) -> None:
+    diags = _lint(case.path)
+    assert diags
+    for d in diags:
+        s = d.span
+        assert d.code in CODES
+        assert d.message.strip(), f"{d.format()}: empty message"
+        assert "\n" not in d.message and "\r" not in d.message, f"multi-line message: {d.message!r}"
+        target = Path(s.path)
+        if not target.is_absolute():
+            target = Path.cwd() / target
+        assert target.resolve() == case.path.resolve() or target.resolve().parent == CORPUS, (
+            f"{d.format()}: points outside the spec and its data files"
+        )
+        lines = _lines(target)
+        assert 1 <= s.line <= len(lines), f"{d.format()}: line {s.line} not in 1..{len(lines)}"
+        assert 1 <= s.col <= len(lines[s.line - 1]) + 1, (
+            f"{d.format()}: col {s.col} past the end of line {s.line} ({len(lines[s.line - 1])} chars)"
+        )
+        assert (s.end_line, s.end_col) >= (s.line, s.col), f"{d.format()}: span ends before it starts"
+        assert s.end_line <= len(lines), f"{d.format()}: end line {s.end_line} past the end of the file"
+        # end-exclusive; a one-character span on a line break ends one past it
+        assert 1 <= s.end_col <= len(lines[s.end_line - 1]) + 2, f"{d.format()}: end col {s.end_col} out of range"
+
+
+def test_corpus_is_big_enough() -> None:
+    assert len(CASES) >= 40
+    assert len([c for c in CASES if c.xfail is None]) >= 40
+
+
+def test_every_error_code_is_covered() -> None:
+    covered = {c.code for c in CASES if c.xfail is None}
+    wanted = {code for code in CODES if code.startswith("E")} - set(UNCOVERED_OK)
+    assert not wanted - covered, f"no passing corpus file for {sorted(wanted - covered)}"
+
+
+def test_corpus_data_files_are_used() -> None:
+    """Every CSV beside the corpus is named by some spec (no stale fixtures)."""
+    texts = " ".join(p.read_text("utf-8", "replace") for p in CORPUS.glob("*.yaml"))
+    for csv in CORPUS.glob("*.csv"):
+        assert csv.name in texts, f"{csv.name} is not used by any corpus spec"
+
+
+# ---- targeted checks of diagnostic text and positions (known bugs are strict xfails) ----------------------
+
+
+def _did_you_mean_self(d: Diagnostic) -> bool:
+    m = re.search(r"'([^']+)'.*\(did you mean '([^']+)'\?\)", d.message)
+    return m is not None and m.group(1) == m.group(2)
+
+
+def test_did_you_mean_never_suggests_the_same_name() -> None:
+    """A key valid in another section (rules[].legal) must not suggest itself."""
+    bad = [d.format() for d in _all_diagnostics() if _did_you_mean_self(d)]
+    assert not bad, "\n".join(bad)
+
+
+BASE = """\
+name: tictactoe
+players: 2
+state:
+  board: {type: i8, shape: [9]}
+actions:
+  place:
+    params: {cell: 9}
+    legal: LEGAL
+    effect: "board[cell] = 1"
+observation:
+  fields: {obs: {type: i8, shape: [9]}}
+  body: "obs[0] = board[0]"
+"""
+
+
+def _first_error(text: str, tmp_path: Path) -> Diagnostic:
+    path = tmp_path / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    _, diags = envc.lint(str(path), text=text)
+    errors = [d for d in diags if d.severity.value == "error"]
+    assert errors
+    return errors[0]
+
+
+def test_single_quoted_expression_position(tmp_path: Path) -> None:
+    d = _first_error(BASE.replace("LEGAL", "'board[cell] == 0 and ] cell < 9'"), tmp_path)
+    assert (d.code, d.span.line, d.span.col) == ("E020", 8, 34)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="columns inside a double-quoted scalar are counted in the unescaped value, so "
+    'every escape sequence (\\t, \\", \\n) before the error shifts the column left',
+)
+def test_position_after_escape_in_double_quoted_expression(tmp_path: Path) -> None:
+    d = _first_error(BASE.replace("LEGAL", '"board[cell] == 0 \\t and ] cell < 9"'), tmp_path)
+    assert (d.code, d.span.line, d.span.col) == ("E020", 8, 37)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a double-quoted scalar continued on the next line is folded into one line, so "
+    "positions of tokens on the continuation line are reported on the first line",
+)
+def test_position_in_multiline_double_quoted_expression(tmp_path: Path) -> None:
+    text = BASE.replace("LEGAL", '"board[cell] == 0 and\n      cell < 9 ]"')
+    d = _first_error(text, tmp_path)
+    assert (d.code, d.span.line, d.span.col) == ("E020", 9, 16)
+
+
+def _declared_names(path: Path) -> set[str]:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return set()
+    names: set[str] = set()
+    if isinstance(doc, dict):
+        for section in ("types", "params", "constants", "tables", "state", "functions", "procedures"):
+            if isinstance(doc.get(section), dict):
+                names |= {str(k) for k in doc[section]}
+    return names
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declarations with an error (a bad size, a table row, a missing `returns`) are "
+    "left out of the symbol table, so every use is also reported as E030 'unknown name' (often with a "
+    "misleading hint: \"unknown name 'cards' (did you mean 'card'?)\")",
+)
+def test_no_unknown_name_cascade_for_declared_names() -> None:
+    bad = []
+    for d in _all_diagnostics():
+        m = re.match(r"unknown (?:name|function|procedure|type) '([^']+)'", d.message)
+        if (
+            d.code == "E030"
+            and m
+            and d.span.path.endswith(".yaml")
+            and m.group(1) in _declared_names(Path(d.span.path))
+        ):
+            bad.append(d.format())
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='a CSV row with more cells than the header is reported as "undeclared column '
+    "'None'\" (csv.DictReader's restkey) instead of saying the row has too many cells",
+)
+def test_csv_extra_cell_message() -> None:
+    diags = _lint(CORPUS / "e014_csv_extra_cell.yaml")
+    assert "'None'" not in diags[0].message, diags[0].format()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="pydantic union branches leak into E012 messages: a fractional capacity gives two errors, "
+    "'state.hand.capacity.int: Input should be a valid integer...' and 'state.hand.capacity.str: Input should be "
+    "a valid string'",
+)
+def test_messages_do_not_leak_validator_internals() -> None:
+    leak = re.compile(r"\.(int|str|float|bool)[.:]|\[key\]|function-(after|before)|literal_error")
+    bad = [d.format() for d in _all_diagnostics() if leak.search(d.message)]
+    assert not bad, "\n".join(bad)
