@@ -36,6 +36,7 @@ class YScalar(YNode):
     style: str | None = None
     text: str = ""
     indent: int = 0
+    source: str | None = None  # the lines as written, for folded and multi-line plain scalars
 
 
 @dataclass
@@ -240,7 +241,17 @@ def _convert(
     seen.add(id(node))
     if isinstance(node, yaml.ScalarNode):
         indent = _block_indent(lines, node.start_mark.line) if node.style in ("|", ">") else 0
-        return YScalar(span, _scalar_value(node), node.style, node.value, indent)
+        s, e = node.start_mark, node.end_mark
+        source = None
+        if node.style == ">":
+            last = e.line + 1 if e.column > 0 else e.line
+            source = "\n".join(ln[indent:] for ln in lines[s.line + 1 : last])
+        elif not node.style and e.line > s.line:
+            body = lines[s.line : e.line + 1]
+            body[-1] = body[-1][: e.column]
+            body[0] = body[0][s.column :]
+            source = "\n".join(body)
+        return YScalar(span, _scalar_value(node), node.style, node.value, indent, source)
     if isinstance(node, yaml.SequenceNode):
         return YSeq(span, [_convert(n, path, lines, diags, depth + 1, counter, seen) for n in node.value])
     assert isinstance(node, yaml.MappingNode)

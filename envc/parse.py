@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -52,11 +52,16 @@ class Snippet:
     col: int  # file column of snippet column 1 on its first line
     indent: int  # file column offset of later lines (block scalars)
     block: bool
+    shift: int = 0  # columns added in front of line 1 (the parenthesis around a multi-line expression)
 
     @staticmethod
     def of(node: YScalar) -> Snippet:
         """The snippet of a YAML scalar node."""
         text = node.value if isinstance(node.value, str) else node.text
+        if node.style == ">" and node.source is not None:
+            return Snippet(node.source, node.span.path, node.span.line + 1, node.indent + 1, node.indent, True)
+        if node.source is not None:  # multi-line plain scalar: keep the lines as written
+            return Snippet(node.source, node.span.path, node.span.line, node.span.col, 0, False)
         if node.style in ("|", ">"):
             return Snippet(text, node.span.path, node.span.line + 1, node.indent + 1, node.indent, True)
         quote = 1 if node.style in ("'", '"') else 0
@@ -64,6 +69,8 @@ class Snippet:
 
     def pos(self, line: int, col: int) -> tuple[int, int]:
         """File (line, col) of a snippet (line, col)."""
+        if line == 1:
+            col -= self.shift
         if self.block:
             return self.line + line - 1, self.indent + col
         if line == 1:
@@ -259,6 +266,10 @@ def _describe(e: UnexpectedInput) -> str:
 
 def _parse(snip: Snippet, start: str, diags: Diagnostics) -> Any:
     text = snip.text if snip.text.endswith("\n") else snip.text + "\n"
+    if start == "expr_only" and "\n" in text.strip():
+        # a multi-line expression: parenthesized, so line breaks and indentation inside it are ignored
+        text = "(" + text.rstrip() + ")\n"
+        snip = replace(snip, shift=1)
     try:
         tree = parser().parse(text, start=start)
         return _ToAst(snip).transform(tree)
