@@ -161,6 +161,8 @@ class Checker:
                 if len(t.enum) > 127:
                     self.diags.error(self.at("types", name, "enum"), "E012", "enums have at most 127 members")
                 self.define(name, EnumSym(name, tuple(t.enum)), ("types", name), "type")
+
+    def declare_records(self) -> None:
         for name, t in self.doc.types.items():
             if isinstance(t, d.RecordDecl):
                 if not self.ident(name, ("types", name), "type"):
@@ -708,6 +710,7 @@ class Checker:
         self.declare_types()
         self.declare_params()
         self.declare_constants()
+        self.declare_records()  # after params and constants: record field shapes may use static sizes
         self.declare_tables()
         self.declare_state()
         self.declare_obs()
