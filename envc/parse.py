@@ -15,9 +15,8 @@ from envc import ast
 from envc.diagnostics import Diagnostics, Span
 from envc.load import YScalar
 
-GRAMMAR_PATH = Path(__file__).resolve().parent.parent / "grammar" / "envc.lark"
-if not GRAMMAR_PATH.exists():  # installed wheel: the grammar ships inside the package
-    GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar" / "envc.lark"
+# envc/grammar links to the top-level grammar/ folder; wheels carry a copy.
+GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar" / "envc.lark"
 
 
 class _Indenter(Indenter):
