@@ -28,4 +28,8 @@ def build(
         from envc.interpret import ReferenceEnv
 
         return ReferenceEnv(spec, params=params, strict=strict)
-    raise ValueError(f"backend '{backend}' is not available yet (have: reference)")
+    if backend == "jax":
+        from envc.lower_jax.build import JaxEnv
+
+        return JaxEnv(spec, params=dict(params or {}))
+    raise ValueError(f"backend '{backend}' is not available yet (have: reference, jax)")

@@ -1,0 +1,256 @@
+"""Lower a checked spec to a JAX package (codegen_templates/jax/*.j2 filled from the IR)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from envc import __version__, ir
+from envc.ir import DType
+from envc.lower_jax.emit import JNP, Emitter, Scope, ident, literal
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "jax"
+NUMPY = {
+    DType.BOOL: "np.bool_",
+    DType.I8: "np.int8",
+    DType.I16: "np.int16",
+    DType.I32: "np.int32",
+    DType.U32: "np.uint32",
+    DType.F32: "np.float32",
+}
+
+
+@dataclass(frozen=True)
+class Function:
+    """One generated function: signature and body lines."""
+
+    name: str
+    args: str
+    body: list[str]
+    doc: str
+
+
+def _state_scope(spec: ir.SpecIR, key: str) -> Scope:
+    return Scope({f"state:{f.name}": f"state.{ident(f.name)}" for f in spec.fields}, key)
+
+
+def _changed(spec: ir.SpecIR, sc: Scope) -> str:
+    parts = [
+        f"{ident(f.name)}={sc.vars[f'state:{f.name}']}"
+        for f in spec.fields
+        if sc.vars[f"state:{f.name}"] != f"state.{ident(f.name)}"
+    ]
+    return f"state.replace({', '.join(parts)})" if parts else "state"
+
+
+def _writer(
+    spec: ir.SpecIR,
+    name: str,
+    args: str,
+    stmts: tuple[ir.Stmt, ...],
+    doc: str,
+    locals_: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
+) -> Function:
+    em = Emitter(spec)
+    sc = _state_scope(spec, "key")
+    for k, v in (locals_ or {}).items():
+        sc.vars[f"local:{k}"] = v
+    for k, v in (extra or {}).items():
+        sc.vars[k] = v
+    em.block(stmts, sc)
+    em.line(f"return {_changed(spec, sc)}")
+    return Function(name, args, em.lines, doc)
+
+
+def _expr_fn(
+    spec: ir.SpecIR,
+    name: str,
+    args: str,
+    x: ir.Expr,
+    doc: str,
+    locals_: dict[str, str] | None = None,
+    ranges: dict[str, tuple[int, int]] | None = None,
+) -> Function:
+    em = Emitter(spec)
+    sc = _state_scope(spec, "key")
+    for k, v in (locals_ or {}).items():
+        sc.vars[f"local:{k}"] = v
+    sc.ranges.update(ranges or {})
+    em.line(f"return {em.expr(x, sc)}")
+    return Function(name, args, em.lines, doc)
+
+
+def _observe_fn(spec: ir.SpecIR) -> Function:
+    em = Emitter(spec)
+    sc = _state_scope(spec, "key")
+    sc.vars["local:p"] = "p"
+    sc.ranges["p"] = (0, spec.players)
+    for o in spec.obs_fields:
+        sc.vars[f"obs:{o.name}"] = em.bind(o.name, f"jnp.zeros({o.ty.shape}, {JNP[o.ty.dtype]})")
+    em.block(spec.observation, sc)
+    if len(spec.obs_fields) == 1:
+        em.line(f"return {sc.vars[f'obs:{spec.obs_fields[0].name}']}")
+    else:
+        items = ", ".join(f'"{o.name}": {sc.vars[f"obs:{o.name}"]}' for o in spec.obs_fields)
+        em.line(f"return {{{items}}}")
+    return Function(
+        "observe", "state: State, params: EnvParams, p: jax.Array", em.lines, "The observation of player `p`."
+    )
+
+
+def _rules_fn(spec: ir.SpecIR) -> Function:
+    stmts: list[ir.Stmt] = []
+    for r in spec.rules:
+        if isinstance(r.when, ir.Lit) and r.when.value is True:
+            stmts.extend(r.body)
+        else:
+            stmts.append(ir.IfS(cond=r.when, then=r.body, span=r.when.span))
+    names = ", ".join(r.name for r in spec.rules) or "none"
+    return _writer(
+        spec,
+        "apply_rules",
+        "state: State, key: jax.Array, params: EnvParams",
+        tuple(stmts),
+        f"Automatic rules, in order ({names}).",
+    )
+
+
+def _const_value(c: ir.ConstInfo) -> str:
+    vals = ", ".join(repr(v) for v in c.values)
+    return f"jnp.asarray(np.array([{vals}], {NUMPY[c.ty.dtype]}).reshape({c.ty.shape}))"
+
+
+def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
+    """The files of the generated package, path -> text."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+    env.filters["pyrepr"] = repr
+    functions: list[Function] = []
+    functions.append(
+        _writer(
+            spec,
+            "reset",
+            "state: State, key: jax.Array, params: EnvParams",
+            spec.reset,
+            "The reset body: fields start at their `init` values.",
+        )
+    )
+    for a in spec.actions:
+        args = "".join(f", {p.name}: jax.Array" for p in a.params)
+        functions.append(
+            _writer(
+                spec,
+                f"effect_{a.name}",
+                f"state: State, key: jax.Array, params: EnvParams{args}",
+                a.effect,
+                f"Effect of action kind `{a.name}`.",
+                {p.name: p.name for p in a.params},
+            )
+        )
+        functions.append(
+            _expr_fn(
+                spec,
+                f"legal_{a.name}",
+                f"state: State, params: EnvParams{args}",
+                a.legal,
+                f"Is `{a.name}` legal?",
+                {p.name: p.name for p in a.params},
+                {p.name: (p.start, p.stop) for p in a.params},
+            )
+        )
+    if spec.box is not None:
+        functions.append(
+            _writer(
+                spec,
+                "effect_box",
+                "state: State, key: jax.Array, params: EnvParams, action: jax.Array",
+                spec.box.effect,
+                "Effect of the continuous action.",
+                extra={"action": "action"},
+            )
+        )
+    functions.append(_rules_fn(spec))
+    functions.append(
+        _expr_fn(
+            spec,
+            "reward",
+            "state: State, params: EnvParams, p: jax.Array",
+            spec.reward,
+            "Reward of player `p` for the last transition.",
+            {"p": "p"},
+            {"p": (0, spec.players)},
+        )
+    )
+    functions.append(
+        _expr_fn(spec, "is_terminated", "state: State, params: EnvParams", spec.terminated, "Has the episode ended?")
+    )
+    functions.append(
+        _expr_fn(
+            spec, "is_truncated", "state: State, params: EnvParams", spec.truncated, "Has the episode been cut off?"
+        )
+    )
+    functions.append(_observe_fn(spec))
+    invariants = [
+        _expr_fn(spec, f"invariant_{name}", "state: State, params: EnvParams", x, f"Invariant `{name}`.")
+        for name, x in spec.invariants
+    ]
+    actions = []
+    for a in spec.actions:
+        combos: list[list[int]] = [[] for _ in a.params]
+        for local in range(a.size):
+            rem = local
+            vals = []
+            for p in reversed(a.params):
+                size = p.stop - p.start
+                vals.append(p.start + rem % size)
+                rem //= size
+            for i, v in enumerate(reversed(vals)):
+                combos[i].append(v)
+        actions.append(
+            {
+                "kind": a,
+                "combos": combos,
+                "dtypes": [NUMPY[p.ty.dtype] if p.ty.enum is None else "np.int8" for p in a.params],
+            }
+        )
+    ctx = {
+        "spec": spec,
+        "version": __version__,
+        "package": package,
+        "sha": hashlib.sha256(spec_text.encode()).hexdigest()[:12],
+        "fields": [(f, ident(f.name), JNP[f.ty.dtype], NUMPY[f.ty.dtype]) for f in spec.fields],
+        "params": [(p, JNP[p.ty.dtype], repr(p.default)) for p in spec.params if not p.static],
+        "consts": [(ident(c.name), _const_value(c)) for c in spec.consts],
+        "functions": functions,
+        "invariants": invariants,
+        "actions": actions,
+        "obs": [(o, JNP[o.ty.dtype], NUMPY[o.ty.dtype]) for o in spec.obs_fields],
+        "init_values": {f.name: _init_value(f) for f in spec.fields},
+        "math": math,
+    }
+    files = {
+        f"{package}/__init__.py": env.get_template("__init__.py.j2").render(ctx),
+        f"{package}/env.py": env.get_template("env.py.j2").render(ctx),
+        f"{package}/_runtime.py": env.get_template("_runtime.py.j2").render(ctx),
+        "pyproject.toml": env.get_template("pyproject.toml.j2").render(ctx),
+        "README.md": env.get_template("README.md.j2").render(ctx),
+    }
+    return files
+
+
+def _init_value(f: ir.FieldInfo) -> str:
+    if len(set(f.init)) == 1:
+        return f"np.full({f.ty.shape}, {f.init[0]!r}, {NUMPY[f.ty.dtype]})"
+    vals = ", ".join(repr(v) for v in f.init)
+    return f"np.array([{vals}], {NUMPY[f.ty.dtype]}).reshape({f.ty.shape})"

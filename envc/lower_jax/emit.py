@@ -1,0 +1,484 @@
+"""IR -> JAX source: straight-line SSA code, branches predicated with jnp.where, small loops unrolled.
+
+Every storage field and local lives in a Python variable; each write makes a new version (`board_3`), so
+the generated functions read like hand-written pgx code and trace to branchless jaxprs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from envc import ir
+from envc.ir import DType, Ty
+
+JNP = {
+    DType.BOOL: "jnp.bool_",
+    DType.I8: "jnp.int8",
+    DType.I16: "jnp.int16",
+    DType.I32: "jnp.int32",
+    DType.U32: "jnp.uint32",
+    DType.F32: "jnp.float32",
+}
+UNROLL = 16  # loops with at most this many iterations are unrolled; longer ones use lax.fori_loop
+
+
+def ident(name: str) -> str:
+    """Python identifier of a storage name (`bench.damage` -> `bench__damage`)."""
+    return name.replace(".", "__")
+
+
+def literal(value: bool | int | float, ty: Ty) -> str:
+    """A typed JAX scalar literal."""
+    if ty.dtype is DType.BOOL:
+        return "True" if value else "False"
+    if ty.dtype is DType.F32:
+        v = float(value)
+        if math.isnan(v):
+            return "jnp.float32(jnp.nan)"
+        if math.isinf(v):
+            return f"jnp.float32({'-' if v < 0 else ''}jnp.inf)"
+        return f"jnp.float32({v!r})"
+    return f"{JNP[ty.dtype]}({int(value)})"
+
+
+@dataclass
+class Scope:
+    """Current Python variable of each field/local, and the randomness key variable."""
+
+    vars: dict[str, str]
+    key: str
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def copy(self) -> Scope:
+        return Scope(dict(self.vars), self.key, dict(self.ranges))
+
+
+class Emitter:
+    """Emits the body of one generated function."""
+
+    def __init__(self, spec: ir.SpecIR, names: dict[str, int] | None = None):
+        self.spec = spec
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter = names if names is not None else {}
+        self.shapes: dict[tuple[str, str], tuple[int, ...]] = {}
+        for f in spec.fields:
+            self.shapes[("state", f.name)] = f.ty.shape
+        for c in spec.consts:
+            self.shapes[("const", c.name)] = c.ty.shape
+        for o in spec.obs_fields:
+            self.shapes[("obs", o.name)] = o.ty.shape
+        if spec.box is not None:
+            self.shapes[("action", "action")] = spec.box.shape
+        self.callables = {c.name: c for c in spec.callables}
+        self.enums = {e.name: len(e.members) for e in spec.enums}
+
+    # ---- output --------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def indented(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def fresh(self, base: str) -> str:
+        base = ident(base)
+        n = self.counter.get(base, 0) + 1
+        self.counter[base] = n
+        return f"{base}_{n}"
+
+    def bind(self, base: str, value: str) -> str:
+        name = self.fresh(base)
+        self.line(f"{name} = {value}")
+        return name
+
+    def var(self, sc: Scope, space: str, name: str) -> str:
+        if space == "const":
+            return f"C.{ident(name)}"
+        if space == "action":
+            return sc.vars["action"]
+        return sc.vars[f"{space}:{name}"]
+
+    # ---- indices -------------------------------------------------------
+    def static_index(self, e: ir.Expr, sc: Scope) -> tuple[int, int] | None:
+        if isinstance(e, ir.Lit) and isinstance(e.value, int) and not isinstance(e.value, bool):
+            return e.value, e.value + 1
+        if isinstance(e, ir.Local) and e.name in sc.ranges:
+            return sc.ranges[e.name]
+        return None
+
+    def read_index(self, idx: tuple[ir.Expr, ...], dims: tuple[int, ...], sc: Scope) -> str:
+        parts = []
+        for e, n in zip(idx, dims):
+            rng = self.static_index(e, sc)
+            x = self.expr(e, sc)
+            parts.append(x if rng is not None and rng[0] >= 0 and rng[1] <= n else f"clamp_index({x}, {n})")
+        return ", ".join(parts)
+
+    def write_index(self, idx: tuple[ir.Expr, ...], dims: tuple[int, ...], sc: Scope) -> tuple[str, bool]:
+        parts = []
+        guarded = False
+        for e, n in zip(idx, dims):
+            rng = self.static_index(e, sc)
+            x = self.expr(e, sc)
+            if rng is not None and rng[0] >= 0 and rng[1] <= n:
+                parts.append(x)
+            else:
+                parts.append(f"drop_index({x}, {n})")
+                guarded = True
+        return ", ".join(parts), guarded
+
+    # ---- expressions ---------------------------------------------------
+    def expr(self, e: ir.Expr, sc: Scope) -> str:
+        return getattr(self, "x_" + e.kind)(e, sc)  # type: ignore[no-any-return]
+
+    def x_lit(self, e: ir.Lit, sc: Scope) -> str:
+        return literal(e.value, e.ty)
+
+    def x_param(self, e: ir.Param, sc: Scope) -> str:
+        return f"params.{e.name}"
+
+    def x_local(self, e: ir.Local, sc: Scope) -> str:
+        return sc.vars[f"local:{e.name}"]
+
+    def x_read(self, e: ir.Read, sc: Scope) -> str:
+        base = self.var(sc, e.space, e.name)
+        if not e.index:
+            return base
+        dims = self.shapes[(e.space, e.name)]
+        return f"{base}[{self.read_index(e.index, dims, sc)}]"
+
+    def x_unary(self, e: ir.Unary, sc: Scope) -> str:
+        x = self.expr(e.x, sc)
+        return f"jnp.logical_not({x})" if e.op == "not" else f"(-{x})"
+
+    def x_binary(self, e: ir.Binary, sc: Scope) -> str:
+        a, b = self.expr(e.a, sc), self.expr(e.b, sc)
+        op = e.op
+        if op == "and":
+            return f"jnp.logical_and({a}, {b})"
+        if op == "or":
+            return f"jnp.logical_or({a}, {b})"
+        if op in ("//", "%") and e.ty.dtype is not DType.F32:
+            fn = "floor_div" if op == "//" else "floor_mod"
+            return f"{fn}({a}, {b})"
+        if op == "/":
+            return f"({a} / {b})"
+        return f"({a} {op} {b})"
+
+    def x_cast(self, e: ir.Cast, sc: Scope) -> str:
+        x = self.expr(e.x, sc)
+        src, dst = e.x.ty.dtype, e.ty.dtype
+        if dst is DType.BOOL:
+            return f"({x} != 0)"
+        if e.ty.enum is not None:
+            return f"to_enum({x}, {self.enums[e.ty.enum]})"
+        if src is DType.F32 and dst is not DType.F32:
+            return f"float_to_int({x}, {JNP[dst]})"
+        return f"jnp.asarray({x}).astype({JNP[dst]})"
+
+    def x_select(self, e: ir.Select, sc: Scope) -> str:
+        return f"jnp.where({self.expr(e.cond, sc)}, {self.expr(e.a, sc)}, {self.expr(e.b, sc)})"
+
+    def x_math(self, e: ir.Math, sc: Scope) -> str:
+        args = [self.expr(a, sc) for a in e.args]
+        fn = {"min": "jnp.minimum", "max": "jnp.maximum", "abs": "jnp.abs", "atan2": "jnp.arctan2"}.get(e.fn)
+        if e.fn == "clip":
+            return f"jnp.minimum(jnp.maximum({args[0]}, {args[1]}), {args[2]})"
+        return f"{fn or 'jnp.' + e.fn}({', '.join(args)})"
+
+    def _reduce(self, op: str, ty: Ty, elt_ty: Ty, vals: str, cond: str | None, pos: str, site: int, sc: Scope) -> str:
+        if op == "choice":
+            mask = vals if cond is None else f"jnp.logical_and({vals}, {cond})"
+            return f"{pos}[choice_index(jax.random.fold_in({sc.key}, {site}), {mask})]"
+        if op in ("argmax", "argmin"):
+            return f"{op}_where({vals}, {cond or 'None'}, {pos})"
+        where = f", where={cond}" if cond is not None else ""
+        if op == "sum":
+            return f"jnp.sum({vals}, dtype={JNP[ty.dtype]}{where})"
+        if op == "any":
+            return f"jnp.any({vals}{where})"
+        if op == "all":
+            return f"jnp.all({vals}{where})"
+        if op == "count":
+            return f"jnp.sum({vals}, dtype=jnp.int32{where})"
+        empty = self.empty_value(op, elt_ty)
+        return f"jnp.{op}({vals}{where}, initial={empty})"
+
+    def empty_value(self, op: str, ty: Ty) -> str:
+        if ty.dtype is DType.F32:
+            return "jnp.inf" if op == "min" else "-jnp.inf"
+        if ty.enum is not None:
+            return "0"
+        lo, hi = ty.dtype.int_range
+        return str(hi if op == "min" else lo)
+
+    def x_reduce(self, e: ir.Reduce, sc: Scope) -> str:
+        inner = sc.copy()
+        iv = self.fresh(e.var)
+        inner.vars[f"local:{e.var}"] = iv
+        inner.ranges[e.var] = (e.start, e.stop)
+        sub = Emitter(self.spec, self.counter)
+        sub.depth = self.depth + 1
+        elt = sub.expr(e.elt, inner)
+        cond = sub.expr(e.cond, inner) if e.cond is not None else None
+        fname = self.fresh("element")
+        self.line(f"def {fname}({iv}):")
+        for ln in sub.lines:
+            self.lines.append(ln)
+        with self.indented():
+            self.line(f"return {elt}, {cond if cond is not None else 'True'}")
+        vals, conds = self.fresh("values"), self.fresh("keep")
+        self.line(f"{vals}, {conds} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
+        pos = f"jnp.arange({e.start}, {e.stop})"
+        return self._reduce(e.op, e.ty, e.elt.ty, vals, conds if e.cond is not None else None, pos, e.site, sc)
+
+    def x_reduce_array(self, e: ir.ReduceArray, sc: Scope) -> str:
+        x = self.expr(e.x, sc)
+        n = math.prod(e.x.ty.shape)
+        return self._reduce(e.op, e.ty, e.x.ty, f"jnp.ravel({x})", None, f"jnp.arange({n})", e.site, sc)
+
+    def x_random(self, e: ir.Random, sc: Scope) -> str:
+        k = f"jax.random.fold_in({sc.key}, {e.site})"
+        args = [self.expr(a, sc) for a in e.args]
+        if e.dist == "uniform":
+            return f"jax.random.uniform({k}, (), jnp.float32, {args[0]}, {args[1]})"
+        if e.dist == "randint":
+            return f"jax.random.randint({k}, (), {args[0]}, {args[1]}, jnp.int32)"
+        return f"(jax.random.uniform({k}, (), jnp.float32) < {args[0]})"
+
+    def x_call_fn(self, e: ir.CallFn, sc: Scope) -> str:
+        fn = self.callables[e.fn]
+        inner = Scope({k: v for k, v in sc.vars.items() if not k.startswith("local:")}, sc.key)
+        for (pname, _), a in zip(fn.params, e.args):
+            inner.vars[f"local:{pname}"] = self.bind(pname, self.expr(a, sc))
+        self.block(fn.body[:-1], inner)
+        last = fn.body[-1]
+        assert isinstance(last, ir.ReturnS)
+        return self.bind(f"{e.fn}_result", self.expr(last.value, inner))
+
+    def x_zone_find(self, e: ir.ZoneFind, sc: Scope) -> str:
+        row, count = self.zone_row(e.zone, sc)
+        v = self.expr(e.value, sc)
+        hits = f"jnp.logical_and({row} == {v}, jnp.arange({e.zone.capacity}) < {count})"
+        if e.op == "contains":
+            return f"jnp.any({hits})"
+        return f"jnp.where(jnp.any({hits}), jnp.argmax({hits}).astype(jnp.int32), jnp.int32(-1))"
+
+    def zone_row(self, z: ir.ZoneRef, sc: Scope) -> tuple[str, str]:
+        data = self.var(sc, "state", z.name)
+        cnt = self.var(sc, "state", z.name + ".count")
+        if not z.index:
+            return data, cnt
+        outer = self.shapes[("state", z.name + ".count")]
+        idx = self.bind("at", f"({self.read_index(z.index, outer, sc)},)")
+        return f"{data}[{idx}]", f"{cnt}[{idx}]"
+
+    # ---- statements ----------------------------------------------------
+    def block(self, stmts: tuple[ir.Stmt, ...], sc: Scope) -> None:
+        for s in stmts:
+            getattr(self, "s_" + s.kind)(s, sc)
+
+    def s_let(self, s: ir.LetS, sc: Scope) -> None:
+        sc.vars[f"local:{s.name}"] = self.bind(s.name, self.expr(s.value, sc))
+
+    def write(self, t: ir.Target, value: str, sc: Scope) -> None:
+        if t.space == "local":
+            sc.vars[f"local:{t.name}"] = self.bind(t.name, value)
+            return
+        key = f"{t.space}:{t.name}"
+        cur = sc.vars[key]
+        dims = self.shapes[(t.space, t.name)]
+        if not t.index:
+            shape = dims
+            new = f"jnp.broadcast_to({value}, {shape}).astype({cur}.dtype)" if shape else value
+            sc.vars[key] = self.bind(t.name, new)
+            return
+        idx, guarded = self.write_index(t.index, dims, sc)
+        mode = ', mode="drop"' if guarded else ""
+        sc.vars[key] = self.bind(t.name, f"{cur}.at[{idx}].set({value}{mode})")
+
+    def s_assign(self, s: ir.Assign, sc: Scope) -> None:
+        self.write(s.target, self.expr(s.value, sc), sc)
+
+    def merge(self, cond: str, sc: Scope, a: Scope, b: Scope) -> None:
+        for k in sc.vars:
+            va, vb = a.vars[k], b.vars[k]
+            if va != vb:
+                sc.vars[k] = self.bind(k.split(":", 1)[1], f"jnp.where({cond}, {va}, {vb})")
+            elif va != sc.vars[k]:
+                sc.vars[k] = va
+
+    def s_if(self, s: ir.IfS, sc: Scope) -> None:
+        cond = self.bind("cond", self.expr(s.cond, sc))
+        a, b = sc.copy(), sc.copy()
+        self.block(s.then, a)
+        self.block(s.orelse, b)
+        self.merge(cond, sc, a, b)
+
+    def s_switch(self, s: ir.Switch, sc: Scope) -> None:
+        subj = self.bind("subject", self.expr(s.subject, sc))
+        key = f"__{subj}__"
+        chain: ir.Stmt | None = None
+        orelse: tuple[ir.Stmt, ...] = s.default
+        for members, body in reversed(s.cases):
+            conds = [
+                ir.Binary(
+                    op="==",
+                    a=ir.Local(name=key, ty=s.subject.ty, span=s.span),
+                    b=ir.Lit(value=m, ty=s.subject.ty, span=s.span),
+                    ty=ir.BOOL,
+                    span=s.span,
+                )
+                for m in members
+            ]
+            if not conds:
+                continue
+            c: ir.Expr = conds[0]
+            for more in conds[1:]:
+                c = ir.Binary(op="or", a=c, b=more, ty=ir.BOOL, span=s.span)
+            chain = ir.IfS(cond=c, then=body, orelse=orelse, span=s.span)
+            orelse = (chain,)
+        sc.vars[f"local:{key}"] = subj
+        self.block(orelse, sc)
+        del sc.vars[f"local:{key}"]
+
+    def s_for(self, s: ir.ForS, sc: Scope) -> None:
+        n = s.stop - s.start
+        if n <= 0:
+            return
+        loop_key = self.bind("loop_key", f"jax.random.fold_in({sc.key}, {s.loop_id})") if s.random else sc.key
+        if n <= UNROLL:
+            outer_key = sc.key
+            for i in range(s.start, s.stop):
+                sc.vars[f"local:{s.var}"] = f"jnp.int32({i})"
+                sc.ranges[s.var] = (i, i + 1)
+                if s.random:
+                    sc.key = self.bind("key", f"jax.random.fold_in({loop_key}, {i})")
+                self.block(s.body, sc)
+            sc.key = outer_key
+            del sc.vars[f"local:{s.var}"]
+            sc.ranges.pop(s.var, None)
+            return
+        carried = sorted(k for k in self.written(s.body, sc) if k in sc.vars)
+        fname = self.fresh("loop_body")
+        iv = self.fresh(s.var)
+        inner = sc.copy()
+        inner.vars[f"local:{s.var}"] = iv
+        inner.ranges[s.var] = (s.start, s.stop)
+        carry_in = [self.fresh(k.split(":", 1)[1]) for k in carried]
+        self.line(f"def {fname}({iv}, carry):")
+        with self.indented():
+            self.line(f"{', '.join(carry_in)}{',' if len(carry_in) == 1 else ''} = carry" if carried else "del carry")
+            for k, v in zip(carried, carry_in):
+                inner.vars[k] = v
+            if s.random:
+                inner.key = self.bind("key", f"jax.random.fold_in({loop_key}, {iv})")
+            self.block(s.body, inner)
+            outs = [inner.vars[k] for k in carried]
+            self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        init = f"({', '.join(sc.vars[k] for k in carried)}{',' if len(carried) == 1 else ''})"
+        if carried:
+            results = [self.fresh(k.split(":", 1)[1]) for k in carried]
+            self.line(
+                f"{', '.join(results)}{',' if len(results) == 1 else ''} = "
+                f"jax.lax.fori_loop({s.start}, {s.stop}, {fname}, {init})"
+            )
+            for k, v in zip(carried, results):
+                sc.vars[k] = v
+
+    def written(self, stmts: tuple[ir.Stmt, ...], sc: Scope) -> set[str]:
+        """Variables (scope keys) a statement list may write."""
+        out: set[str] = set()
+        for s in stmts:
+            if isinstance(s, ir.Assign):
+                out.add(f"{s.target.space}:{s.target.name}")
+            elif isinstance(s, ir.LetS):
+                out.add(f"local:{s.name}")
+            elif isinstance(s, ir.IfS):
+                out |= self.written(s.then, sc) | self.written(s.orelse, sc)
+            elif isinstance(s, ir.Switch):
+                for _, b in s.cases:
+                    out |= self.written(b, sc)
+                out |= self.written(s.default, sc)
+            elif isinstance(s, ir.ForS):
+                out |= self.written(s.body, sc)
+            elif isinstance(s, ir.ZoneOp):
+                out |= {f"state:{s.zone.name}", f"state:{s.zone.name}.count"}
+                if s.out is not None:
+                    out.add(f"{s.out.space}:{s.out.name}")
+            elif isinstance(s, ir.CallProc):
+                out |= {k for k in self.written(self.callables[s.proc].body, sc) if not k.startswith("local:")}
+        return out
+
+    def s_zone_op(self, s: ir.ZoneOp, sc: Scope) -> None:
+        z = s.zone
+        dk, ck = f"state:{z.name}", f"state:{z.name}.count"
+        data, cnt = sc.vars[dk], sc.vars[ck]
+        cap = z.capacity
+        outer = self.shapes[("state", z.name + ".count")]
+        if z.index:
+            idx, _ = self.write_index(z.index, outer, sc)
+            at = self.bind("at", f"({idx},)")
+            row = self.bind("row", f"{data}.at[{at}].get(mode='fill', fill_value=0)")
+            n = self.bind("n", f"{cnt}.at[{at}].get(mode='fill', fill_value={cap})")
+        else:
+            at, row, n = "()", data, cnt
+        value = self.expr(s.value, sc) if s.value is not None else None
+        index = self.expr(s.index, sc) if s.index is not None else None
+        op = s.op
+        if op == "push":
+            ok = self.bind("ok", f"{n} < {cap}")
+            new_row = f"{row}.at[jnp.where({ok}, {n}, {cap})].set({value}, mode='drop')"
+            new_n = f"{n} + {ok}.astype(jnp.int32)"
+        elif op == "pop":
+            ok = self.bind("ok", f"{n} > 0")
+            got = self.bind("popped", f"jnp.where({ok}, {row}[clamp_index({n} - 1, {cap})], 0).astype({row}.dtype)")
+            new_row = f"{row}.at[jnp.where({ok}, {n} - 1, {cap})].set(0, mode='drop')"
+            new_n = f"{n} - {ok}.astype(jnp.int32)"
+        elif op == "insert":
+            ok = self.bind("ok", f"({n} < {cap}) & ({index} >= 0) & ({index} <= {n})")
+            new_row = f"jnp.where({ok}, zone_insert({row}, {index}, {value}), {row})"
+            new_n = f"{n} + {ok}.astype(jnp.int32)"
+        elif op == "remove_at":
+            ok = self.bind("ok", f"({index} >= 0) & ({index} < {n})")
+            got = self.bind("removed", f"jnp.where({ok}, {row}[clamp_index({index}, {cap})], 0).astype({row}.dtype)")
+            new_row = f"jnp.where({ok}, zone_remove({row}, {index}), {row})"
+            new_n = f"{n} - {ok}.astype(jnp.int32)"
+        elif op == "clear":
+            new_row, new_n = f"jnp.zeros_like({row})", "jnp.int32(0)"
+        else:
+            k = f"jax.random.fold_in({sc.key}, {s.site})"
+            new_row, new_n = f"{row}[shuffle_order({k}, {cap}, {n})]", n
+        r2 = self.bind("row", new_row)
+        n2 = self.bind("n", new_n)
+        if z.index:
+            sc.vars[dk] = self.bind(z.name, f"{data}.at[{at}].set({r2}, mode='drop')")
+            sc.vars[ck] = self.bind(z.name + ".count", f"{cnt}.at[{at}].set({n2}, mode='drop')")
+        else:
+            sc.vars[dk], sc.vars[ck] = r2, n2
+        if s.out is not None and op in ("pop", "remove_at"):
+            conv = f"{got}.astype({JNP[s.out.ty.dtype]})" if s.out.ty.dtype != z.elem.dtype else got
+            self.write(s.out, conv, sc)
+
+    def s_call_proc(self, s: ir.CallProc, sc: Scope) -> None:
+        proc = self.callables[s.proc]
+        inner = Scope({k: v for k, v in sc.vars.items() if not k.startswith("local:")}, sc.key)
+        for (pname, _), a in zip(proc.params, s.args):
+            inner.vars[f"local:{pname}"] = self.bind(pname, self.expr(a, sc))
+        if proc.random:
+            inner.key = self.bind("key", f"jax.random.fold_in({sc.key}, {s.site})")
+        self.block(proc.body, inner)
+        for k, v in inner.vars.items():
+            if not k.startswith("local:"):
+                sc.vars[k] = v
+
+    def s_return(self, s: ir.ReturnS, sc: Scope) -> None:
+        raise AssertionError("functions are inlined by x_call_fn")
