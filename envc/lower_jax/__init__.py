@@ -11,7 +11,7 @@ import jinja2
 
 from envc import __version__, ir
 from envc.ir import DType
-from envc.lower_jax.emit import JNP, Emitter, Scope, ident, literal
+from envc.lower_jax.emit import JNP, Emitter, Scope, ident
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "jax"
 NUMPY = {
