@@ -94,5 +94,74 @@ def run(
     Console().print(table)
 
 
+def _load_or_exit(spec: str) -> envc.SpecIR:
+    try:
+        return envc.load(spec)
+    except envc.SpecError as e:
+        for d in e.diagnostics:
+            print(d.format(), file=sys.stderr)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def compile(
+    spec: Annotated[str, typer.Argument(help="Spec file")],
+    out: Annotated[str, typer.Option("-o", "--out", help="Output folder (a pip-installable package)")],
+    backend: Annotated[str, typer.Option(help="jax (rust: later)")] = "jax",
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing output folder")] = False,
+) -> None:
+    """Compile a spec into an installable package with its derived tests."""
+    from envc.compile import CompileError, write_package
+
+    model = _load_or_exit(spec)
+    try:
+        files = write_package(model, out, backend=backend, force=force)
+    except CompileError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    err.print(f"[green]wrote {len(files)} files to {out}[/green]: pip install {out} && pytest {out}/tests")
+
+
+@app.command()
+def verify(
+    spec: Annotated[str, typer.Argument(help="Spec file")],
+    backend: Annotated[str, typer.Option(help="Backend to check against the reference")] = "jax",
+    episodes: Annotated[int, typer.Option(help="L3 episodes (L1 uses a fifth of them)")] = 100,
+    states: Annotated[int, typer.Option(help="L2 injected states per source")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed for keys and actions")] = 0,
+    level: Annotated[list[str] | None, typer.Option(help="Levels to run (default L1 L2 L3)")] = None,
+) -> None:
+    """Hierarchical verification: L1 properties, L2 one-step differential, L3 matched episodes."""
+    from envc.verify import verify as run_verify
+
+    model = _load_or_exit(spec)
+    try:
+        env = envc.build(model, backend=backend)
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    levels = tuple(level or ("L1", "L2", "L3"))
+    with err.status("verifying") as status:
+        checks = run_verify(
+            model,
+            env,
+            levels=levels,
+            episodes=episodes,
+            states=states,
+            seed=seed,
+            progress=lambda lv: status.update(f"verifying {lv}"),
+        )
+    for lv in levels:
+        table = Table(title=f"{model.name} on {backend}: {lv}")
+        for col in ("check", "cases", "result"):
+            table.add_column(col)
+        for c in checks:
+            if c.level == lv:
+                result = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]\n" + "\n".join(c.failures)
+                table.add_row(c.name, str(c.cases), result)
+        Console().print(table)
+    raise typer.Exit(0 if all(c.passed for c in checks) else 1)
+
+
 if __name__ == "__main__":
     app()

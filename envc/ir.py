@@ -432,6 +432,7 @@ class SpecIR(_Node):
     invariants: tuple[tuple[str, Expr], ...]
     callables: tuple[CallableInfo, ...]
     illegal_action_penalty: float
+    data_files: tuple[str, ...] = ()
 
     def field(self, name: str) -> FieldInfo:
         """The storage field called `name`."""

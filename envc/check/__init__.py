@@ -779,6 +779,12 @@ class Checker:
             observation=obs,
             invariants=tuple(invariants),
             callables=tuple(callables),
+            data_files=tuple(
+                sorted(
+                    {t.file for t in doc.tables.values() if t.file}
+                    | {c.file for c in doc.constants.values() if isinstance(c, d.ConstDecl) and c.file}
+                )
+            ),
             illegal_action_penalty=doc.illegal_action_penalty,
         )
 

@@ -54,11 +54,11 @@ class JaxEnv:
 
     backend = "jax"
 
-    def __init__(self, spec: ir.SpecIR, params: dict[str, Any] | None = None):
+    def __init__(self, spec: ir.SpecIR, params: dict[str, Any] | None = None, module: Any = None):
         import jax
 
         self.spec = spec
-        self.module = importlib.import_module(compile_to_cache(spec) + ".env")
+        self.module = module if module is not None else importlib.import_module(compile_to_cache(spec) + ".env")
         self.env = self.module.Env()
         self.params = self.env.default_params.replace(**(params or {})) if params else self.env.default_params
         self.num_players = spec.players

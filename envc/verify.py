@@ -1,0 +1,348 @@
+"""Hierarchical verification of a backend against the reference interpreter (DESIGN.md levels L1-L3).
+
+L1 properties on the backend's own reachable states; L2 one-step differential from injected states
+(reference rollouts and fuzzed states); L3 whole episodes with matched keys and actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from envc import ir, rng
+from envc.interpret import ReferenceEnv
+
+ATOL, RTOL = 1e-6, 1e-5
+
+
+@dataclass
+class Check:
+    """The outcome of one property at one level."""
+
+    level: str
+    name: str
+    cases: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """No failure recorded."""
+        return not self.failures
+
+    def fail(self, message: str) -> None:
+        """Record a failure (the first few are kept)."""
+        if len(self.failures) < 5:
+            self.failures.append(message)
+
+
+def writers(spec: ir.SpecIR) -> dict[str, list[str]]:
+    """For each storage field, `path:line` of the statements that write it (to point at the rule)."""
+    out: dict[str, list[str]] = {}
+
+    def add(name: str, span: Any) -> None:
+        where = f"{span.path}:{span.line}"
+        lst = out.setdefault(name, [])
+        if where not in lst:
+            lst.append(where)
+
+    def walk(stmts: tuple[ir.Stmt, ...]) -> None:
+        for s in stmts:
+            if isinstance(s, ir.Assign) and s.target.space == "state":
+                add(s.target.name, s.span)
+            elif isinstance(s, ir.ZoneOp):
+                add(s.zone.name, s.span)
+                add(s.zone.name + ".count", s.span)
+                if s.out is not None and s.out.space == "state":
+                    add(s.out.name, s.span)
+            elif isinstance(s, ir.IfS):
+                walk(s.then)
+                walk(s.orelse)
+            elif isinstance(s, ir.Switch):
+                for _, b in s.cases:
+                    walk(b)
+                walk(s.default)
+            elif isinstance(s, ir.ForS):
+                walk(s.body)
+
+    walk(spec.reset)
+    for a in spec.actions:
+        walk(a.effect)
+    for r in spec.rules:
+        walk(r.body)
+    for c in spec.callables:
+        walk(c.body)
+    if spec.box is not None:
+        walk(spec.box.effect)
+    return out
+
+
+def diff(
+    spec: ir.SpecIR, want: dict[str, np.ndarray], got: dict[str, np.ndarray], where: str, wrote: dict[str, list[str]]
+) -> str | None:
+    """The first differing field, with the spec lines that write it; None if equal."""
+    for k, w in want.items():
+        g = got.get(k)
+        if g is None or np.shape(g) != np.shape(w):
+            return f"{where}: field '{k}' missing or of another shape"
+        w, g = np.asarray(w), np.asarray(g)
+        if w.dtype.kind == "f":
+            ok = np.allclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True)
+        else:
+            ok = np.array_equal(g, w)
+        if not ok:
+            bad = (
+                np.argwhere(~np.isclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True))
+                if w.dtype.kind == "f"
+                else np.argwhere(np.asarray(g != w).reshape(np.shape(w)) if np.ndim(w) else np.array([[]]))
+            )
+            at = tuple(int(i) for i in bad[0]) if len(bad) and np.ndim(w) else ()
+            rule = ", ".join(wrote.get(k.split("observation.")[-1], [])[:3]) or "derived"
+            wv = w[at] if at else w
+            gv = g[at] if at else g
+            return f"{where}: field '{k}'{list(at) if at else ''} reference {wv} backend {gv} (written at {rule})"
+    return None
+
+
+def fuzz_state(spec: ir.SpecIR, base: dict[str, np.ndarray], gen: np.random.Generator) -> dict[str, np.ndarray]:
+    """A state with every field redrawn: small values mostly (index-like), zone counts within capacity."""
+    d = {k: np.array(v, copy=True) for k, v in base.items()}
+    enums = {e.name: len(e.members) for e in spec.enums}
+    for f in spec.fields:
+        shape = f.ty.shape
+        if f.name == "step_count":
+            d[f.name] = np.asarray(gen.integers(0, 50), np.int32)
+            continue
+        if f.name == "current_player":
+            d[f.name] = np.asarray(gen.integers(0, spec.players), np.int32)
+            continue
+        if f.zone is not None and f.name.endswith(".count"):
+            cap = spec.field(f.zone).ty.shape[-1]
+            d[f.name] = gen.integers(0, cap + 1, size=shape).astype(np.int32)
+            continue
+        dt = f.ty.dtype
+        v: np.ndarray
+        if f.ty.enum is not None:
+            v = gen.integers(0, enums[f.ty.enum], size=shape)
+        elif dt is ir.DType.BOOL:
+            v = gen.integers(0, 2, size=shape).astype(bool)
+        elif dt is ir.DType.F32:
+            lo = f.low if f.low is not None else -1.0
+            hi = f.high if f.high is not None else 1.0
+            v = gen.uniform(lo, hi, size=shape)
+        else:
+            lo, hi = dt.int_range
+            v = np.where(
+                gen.random(size=shape) < 0.9,
+                gen.integers(-1, 9, size=shape),
+                gen.integers(lo, hi, size=shape, endpoint=True),
+            )
+        d[f.name] = np.asarray(v).astype(d[f.name].dtype)
+    for f in spec.fields:  # freed zone slots are zero
+        if f.zone is not None and not f.name.endswith(".count"):
+            cnt = d[f.name + ".count"]
+            idx = np.arange(f.ty.shape[-1])
+            d[f.name] = np.where(idx < cnt[..., None], d[f.name], 0).astype(d[f.name].dtype)
+    d["rewards"] = np.zeros(spec.players, np.float32)
+    d["terminated"] = np.asarray(False)
+    d["truncated"] = np.asarray(False)
+    return d
+
+
+def _rollout(env: Any, key: rng.Key, gen: np.random.Generator, max_steps: int) -> Iterator[Any]:
+    s = env.init(key)
+    yield s
+    for _ in range(max_steps):
+        if bool(s.terminated) or bool(s.truncated):
+            return
+        key, k = rng.split(key)
+        s = env.step(s, _action(env.spec, np.asarray(s.legal_action_mask), gen), k)
+        yield s
+
+
+def _action(spec: ir.SpecIR, mask: np.ndarray, gen: np.random.Generator) -> Any:
+    if spec.box is not None:
+        return gen.uniform(spec.box.low, spec.box.high, spec.box.shape).astype(np.float32)
+    return int(gen.choice(np.flatnonzero(mask)))
+
+
+def _obs_parts(obs: Any) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in obs.items()} if isinstance(obs, dict) else {"": np.asarray(obs)}
+
+
+def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) -> list[Check]:
+    """Properties on the backend's own reachable states."""
+    inv, shapes, live, det, leak = (
+        Check("L1", n)
+        for n in (
+            "invariants hold",
+            "observation shapes and bounds",
+            "legal action when not done",
+            "determinism",
+            "no hidden-information leak",
+        )
+    )
+    gen = np.random.default_rng(seed)
+    key = rng.key_from_seed(seed)
+    obs_info = {o.name: o for o in spec.obs_fields}
+    hidden = [f for f in spec.fields if f.visible != "all"]
+    for ep in range(episodes):
+        key, k = rng.split(key)
+        for t, s in enumerate(_rollout(env, k, gen, max_steps)):
+            where = f"episode {ep} step {t}"
+            inv.cases += 1
+            for name in env.invariants(s):
+                inv.fail(f"{where}: invariant '{name}' is false")
+            shapes.cases += 1
+            for name, arr in _obs_parts(s.observation).items():
+                o = obs_info[name] if name else spec.obs_fields[0]
+                if arr.shape != o.ty.shape:
+                    shapes.fail(f"{where}: observation '{o.name}' has shape {arr.shape}, declared {o.ty.shape}")
+                below = o.low is not None and bool(np.any(arr < o.low))
+                if below or (o.high is not None and bool(np.any(arr > o.high))):
+                    shapes.fail(f"{where}: observation '{o.name}' outside [{o.low}, {o.high}]")
+            if spec.box is None and not (bool(s.terminated) or bool(s.truncated)):
+                live.cases += 1
+                if not np.any(np.asarray(s.legal_action_mask)):
+                    live.fail(f"{where}: no legal action in a non-terminal state")
+            if hidden and t % 3 == 0:
+                d = env.state_to_dict(s)
+                for p in range(spec.players):
+                    want = _obs_parts(env.observe(s, p))
+                    d2 = {k2: np.array(v, copy=True) for k2, v in d.items()}
+                    for f in hidden:
+                        fresh = fuzz_state(spec, d, gen)[f.name]
+                        if f.visible == "none":
+                            d2[f.name] = fresh
+                        else:
+                            for q in range(spec.players):
+                                if q != p:
+                                    d2[f.name][q] = fresh[q]
+                    got = _obs_parts(env.observe(env.state_from_dict(d2), p))
+                    leak.cases += 1
+                    for name, w in want.items():
+                        if not np.array_equal(w, got[name]):
+                            leak.fail(f"{where}: player {p}'s observation '{name}' changes with hidden fields")
+        det.cases += 1
+        a, b = env.init(k), env.init(k)
+        if diff(spec, env.state_to_dict(a), env.state_to_dict(b), f"episode {ep} init", {}) is not None:
+            det.fail(f"episode {ep}: init with the same key differs")
+        if spec.box is None and not bool(a.terminated):
+            act = _action(spec, np.asarray(a.legal_action_mask), gen)
+            key, k2 = rng.split(key)
+            m = diff(
+                spec,
+                env.state_to_dict(env.step(a, act, k2)),
+                env.state_to_dict(env.step(b, act, k2)),
+                f"episode {ep} step",
+                {},
+            )
+            if m is not None:
+                det.fail(f"same state, action and key give different results: {m}")
+    if not hidden:
+        leak.cases = 0
+    return [inv, shapes, live, det, leak]
+
+
+def level2(spec: ir.SpecIR, env: Any, states: int, seed: int) -> list[Check]:
+    """One step from injected states: reference rollouts and fuzzed states, every field compared."""
+    ref = ReferenceEnv(spec, strict=False)
+    wrote = writers(spec)
+    gen = np.random.default_rng(seed + 1)
+    key = rng.key_from_seed(seed + 1)
+    from_rollouts, fuzzed = (
+        Check("L2", "one step from reference-rollout states"),
+        Check("L2", "one step from fuzzed states"),
+    )
+    base = ref.state_to_dict(ref.init(key))
+    pool: list[dict[str, np.ndarray]] = []
+    while len(pool) < states:
+        key, k = rng.split(key)
+        for s in _rollout(ref, k, gen, 200):
+            if not (s.terminated or s.truncated):
+                pool.append(ref.state_to_dict(s))
+    for check, source in (
+        (from_rollouts, pool[:states]),
+        (fuzzed, [fuzz_state(spec, base, gen) for _ in range(states)]),
+    ):
+        for i, d in enumerate(source):
+            r0 = ref.state_from_dict(d)
+            b0 = env.state_from_dict(d)
+            check.cases += 1
+            m = diff(spec, ref.state_to_dict(r0), env.state_to_dict(b0), f"state {i} (injected)", wrote)
+            if m is not None:
+                check.fail(m)
+                continue
+            key, k = rng.split(key)
+            if spec.box is not None:
+                act: Any = _action(spec, np.asarray(r0.legal_action_mask), gen)
+            else:
+                act = (
+                    int(gen.integers(spec.num_actions))
+                    if i % 4 == 3
+                    else _action(spec, np.asarray(r0.legal_action_mask), gen)
+                    if np.any(r0.legal_action_mask)
+                    else 0
+                )
+            m = diff(
+                spec,
+                ref.state_to_dict(ref.step(r0, act, k)),
+                env.state_to_dict(env.step(b0, act, k)),
+                f"state {i} action {act}",
+                wrote,
+            )
+            if m is not None:
+                check.fail(m)
+    return [from_rollouts, fuzzed]
+
+
+def level3(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) -> list[Check]:
+    """Whole episodes with matched keys and actions, compared at every step."""
+    ref = ReferenceEnv(spec)
+    wrote = writers(spec)
+    check = Check("L3", f"{episodes} episodes, every step")
+    gen = np.random.default_rng(seed + 2)
+    key = rng.key_from_seed(seed + 2)
+    for ep in range(episodes):
+        key, k = rng.split(key)
+        r, b = ref.init(k), env.init(k)
+        check.cases += 1
+        m = diff(spec, ref.state_to_dict(r), env.state_to_dict(b), f"episode {ep} init", wrote)
+        for t in range(max_steps):
+            if m is not None or r.terminated or r.truncated:
+                break
+            key, k = rng.split(key)
+            act = _action(spec, np.asarray(r.legal_action_mask), gen)
+            r, b = ref.step(r, act, k), env.step(b, act, k)
+            m = diff(spec, ref.state_to_dict(r), env.state_to_dict(b), f"episode {ep} step {t + 1}", wrote)
+        if m is not None:
+            check.fail(m)
+    return [check]
+
+
+def verify(
+    spec: ir.SpecIR,
+    env: Any,
+    levels: tuple[str, ...] = ("L1", "L2", "L3"),
+    episodes: int = 100,
+    states: int = 200,
+    seed: int = 0,
+    max_steps: int = 500,
+    progress: Callable[[str], None] | None = None,
+) -> list[Check]:
+    """Run the requested levels; each returns its checks."""
+    out: list[Check] = []
+    for level in levels:
+        if progress is not None:
+            progress(level)
+        if level == "L1":
+            out += level1(spec, env, max(1, episodes // 5), seed, max_steps)
+        elif level == "L2":
+            out += level2(spec, env, states, seed)
+        elif level == "L3":
+            out += level3(spec, env, episodes, seed, max_steps)
+        else:
+            raise ValueError(f"unknown level {level!r} (L1, L2, L3)")
+    return out
