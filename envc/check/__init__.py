@@ -707,6 +707,10 @@ class Checker:
         doc = self.doc
         if not _IDENT.match(doc.name):
             self.diags.error(self.at("name"), "E013", f"spec name '{doc.name}' is not an identifier")
+        if not re.fullmatch(r"[0-9]+(\.[0-9]+)*((a|b|rc|\.post|\.dev)[0-9]+)?", doc.version):
+            self.diags.error(
+                self.at("version"), "E012", f"version '{doc.version}' is not a release number like 1.0 or 2.1.3"
+            )
         self.declare_types()
         self.declare_params()
         self.declare_constants()
