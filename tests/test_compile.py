@@ -116,3 +116,44 @@ def test_verify_names_the_field_and_rule_of_a_wrong_backend(tmp_path: Path, monk
     env = JaxEnv(spec, module=env.module)
     bad = [c for c in verify(spec, env, levels=("L3",), episodes=5) if not c.passed]
     assert bad and "field 'board'" in bad[0].failures[0] and "tic_tac_toe.yaml:" in bad[0].failures[0]
+
+
+def test_pip_install_and_pytest_the_compiled_package(tmp_path: Path) -> None:
+    out, site = tmp_path / "kuhn", tmp_path / "site"
+    assert cli("compile", "specs/kuhn_poker.yaml", "-o", str(out)).returncode == 0
+    pip = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert pip.returncode == 0, pip.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "tests")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(site)},
+    )
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "4 passed" in r.stdout
+
+
+def test_verify_command_reports_each_level() -> None:
+    r = cli("verify", "specs/kuhn_poker.yaml", "--episodes", "10", "--states", "20")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for level in ("L1", "L2", "L3"):
+        assert f"kuhn_poker on jax: {level}" in r.stdout
+    assert "FAIL" not in r.stdout and "no hidden-information leak" in r.stdout
