@@ -55,9 +55,11 @@ def _writer(
     doc: str,
     locals_: dict[str, str] | None = None,
     extra: dict[str, str] | None = None,
+    ranges: dict[str, tuple[int, int]] | None = None,
 ) -> Function:
     em = Emitter(spec)
     sc = _state_scope(spec, "key")
+    sc.ranges.update(ranges or {})
     for k, v in (locals_ or {}).items():
         sc.vars[f"local:{k}"] = v
     for k, v in (extra or {}).items():
@@ -156,6 +158,7 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
                 a.effect,
                 f"Effect of action kind `{a.name}`.",
                 {p.name: p.name for p in a.params},
+                ranges={p.name: (p.start, p.stop) for p in a.params},
             )
         )
         functions.append(

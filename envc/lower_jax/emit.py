@@ -233,12 +233,16 @@ class Emitter:
         self.line(f"def {fname}({iv}):")
         for ln in sub.lines:
             self.lines.append(ln)
+        vals = self.fresh("values")
         with self.indented():
-            self.line(f"return {elt}, {cond if cond is not None else 'True'}")
-        vals, conds = self.fresh("values"), self.fresh("keep")
-        self.line(f"{vals}, {conds} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
+            self.line(f"return {elt}, {cond}" if cond is not None else f"return {elt}")
+        if cond is not None:
+            conds = self.fresh("keep")
+            self.line(f"{vals}, {conds} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
+        else:
+            self.line(f"{vals} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
         pos = f"jnp.arange({e.start}, {e.stop})"
-        return self._reduce(e.op, e.ty, e.elt.ty, vals, conds if e.cond is not None else None, pos, e.site, sc)
+        return self._reduce(e.op, e.ty, e.elt.ty, vals, conds if cond is not None else None, pos, e.site, sc)
 
     def x_reduce_array(self, e: ir.ReduceArray, sc: Scope) -> str:
         x = self.expr(e.x, sc)
