@@ -80,6 +80,17 @@ def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+@dataclass(frozen=True)
+class ChanceEvent:
+    """One random outcome of a step or reset, in execution order (see `ReferenceEnv.chance_log`)."""
+
+    kind: str  # uniform | randint | bernoulli | choice | shuffle
+    value: Any  # the draw; for `choice` the chosen position; for `shuffle` the zone's live cards afterwards
+    span: Span
+    zone: str | None = None  # shuffle: the zone's storage name
+    index: tuple[int, ...] = ()  # shuffle: the zone's leading indices (e.g. the player)
+
+
 class Frame:
     """Execution context: state storage, locals, the randomness key of this scope, obs and action buffers."""
 
@@ -123,6 +134,13 @@ class Compiler:
         self.consts = {c.name: list(c.values) for c in spec.consts}
         self.callables: dict[str, ir.CallableInfo] = {c.name: c for c in spec.callables}
         self.compiled_fns: dict[str, Callable[[Frame, list[Any]], Any]] = {}
+        self.chance: list[ChanceEvent] | None = None
+
+    def record(self, kind: str, value: Any, span: Span, zone: str | None = None, index: tuple[int, ...] = ()) -> Any:
+        """Append a chance event when logging is on; returns `value`."""
+        if self.chance is not None:
+            self.chance.append(ChanceEvent(kind, value, span, zone, index))
+        return value
 
     # ---- errors ------------------------------------------------------
     def fail(self, span: Span, msg: str) -> None:
@@ -338,6 +356,7 @@ class Compiler:
         """Reduce a list of values (with their positions) to one result."""
         w = wrapper(ty.dtype)
         fail = self.fail
+        record = self.record
         if op == "sum":
             if ty.dtype is DType.F32:
 
@@ -381,7 +400,7 @@ class Compiler:
                 fail(span, "choice(...) from an empty mask")
                 return pos[0] if pos else 0
             i = rng.choice_mask(rng.fold_in(fr.key, site), mask)
-            return pos[i]  # type: ignore[no-any-return]
+            return record("choice", pos[i], span)
 
         return choice
 
@@ -415,15 +434,15 @@ class Compiler:
 
     def x_random(self, e: ir.Random) -> Fn:
         args = [self.expr(a) for a in e.args]
-        site = e.site
+        site, span, rec = e.site, e.span, self.record
         if e.dist == "uniform":
             lo, hi = args
-            return lambda fr: rng.uniform_scalar(rng.fold_in(fr.key, site), lo(fr), hi(fr))
+            return lambda fr: rec("uniform", rng.uniform_scalar(rng.fold_in(fr.key, site), lo(fr), hi(fr)), span)
         if e.dist == "randint":
             lo, hi = args
-            return lambda fr: rng.randint_scalar(rng.fold_in(fr.key, site), lo(fr), hi(fr))
+            return lambda fr: rec("randint", rng.randint_scalar(rng.fold_in(fr.key, site), lo(fr), hi(fr)), span)
         p = args[0]
-        return lambda fr: rng.bernoulli_scalar(rng.fold_in(fr.key, site), p(fr))
+        return lambda fr: rec("bernoulli", rng.bernoulli_scalar(rng.fold_in(fr.key, site), p(fr)), span)
 
     def x_call_fn(self, e: ir.CallFn) -> Fn:
         args = [self.expr(a) for a in e.args]
@@ -579,6 +598,9 @@ class Compiler:
             put, conv = out, wrapper(s.out.ty.dtype)
             out = lambda fr, v: put(fr, conv(v)) if put is not None else None
         site = s.site
+        record = self.record
+        record_on = lambda: self.chance is not None
+        zidx = [self.expr(i) for i in s.zone.index]
 
         def zop(fr: Frame) -> None:
             b, co = base(fr), cnt(fr)
@@ -635,6 +657,9 @@ class Compiler:
                 order = rng.shuffle_order(rng.fold_in(fr.key, site), cap, n)
                 old = data[b : b + cap]
                 data[b : b + cap] = [old[o] for o in order]
+                if record_on():
+                    where = tuple(int(i(fr)) for i in zidx)
+                    record("shuffle", tuple(data[b : b + n]), span, z, where)
 
         return zop
 
@@ -777,6 +802,15 @@ class ReferenceEnv:
                 self._decode.append((kind, list(reversed(vals))))
         self._field_info = {f.name: f for f in spec.fields}
         self._zero_key = (0, 0)
+
+    @property
+    def chance_log(self) -> list[ChanceEvent] | None:
+        """Every random outcome of init/step in order while a list is set (None: not recording)."""
+        return self._c.chance
+
+    @chance_log.setter
+    def chance_log(self, events: list[ChanceEvent] | None) -> None:
+        self._c.chance = events
 
     # ---- derived parts ---------------------------------------------------
     def _frame(self, data: dict[str, list[Any]], key: rng.Key) -> Frame:
