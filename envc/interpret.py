@@ -400,7 +400,7 @@ class Compiler:
                 fail(span, "choice(...) from an empty mask")
                 return pos[0] if pos else 0
             i = rng.choice_mask(rng.fold_in(fr.key, site), mask)
-            return record("choice", pos[i], span)
+            return int(record("choice", pos[i], span))
 
         return choice
 
@@ -599,7 +599,7 @@ class Compiler:
             out = lambda fr, v: put(fr, conv(v)) if put is not None else None
         site = s.site
         record = self.record
-        record_on = lambda: self.chance is not None
+        compiler = self
         zidx = [self.expr(i) for i in s.zone.index]
 
         def zop(fr: Frame) -> None:
@@ -657,7 +657,7 @@ class Compiler:
                 order = rng.shuffle_order(rng.fold_in(fr.key, site), cap, n)
                 old = data[b : b + cap]
                 data[b : b + cap] = [old[o] for o in order]
-                if record_on():
+                if compiler.chance is not None:
                     where = tuple(int(i(fr)) for i in zidx)
                     record("shuffle", tuple(data[b : b + n]), span, z, where)
 
