@@ -22,7 +22,8 @@ JNP = {
     DType.U32: "jnp.uint32",
     DType.F32: "jnp.float32",
 }
-UNROLL = 16  # loops with at most this many iterations are unrolled; longer ones use lax.fori_loop
+UNROLL = 16  # loops with at most this many iterations may be unrolled; longer ones use lax.fori_loop
+UNROLL_BUDGET = 400  # ... and only while iterations x body size (IR nodes) stays within this, to bound compile time
 
 
 def ident(name: str) -> str:
@@ -75,6 +76,34 @@ class Emitter:
             self.shapes[("action", "action")] = spec.box.shape
         self.callables = {c.name: c for c in spec.callables}
         self.enums = {e.name: len(e.members) for e in spec.enums}
+        self.sizes: dict[str, int] = {}
+
+    # ---- code size -----------------------------------------------------
+    def size(self, node: object) -> int:
+        """IR nodes this emits (calls count their inlined bodies, loops their unrolled copies)."""
+        if isinstance(node, tuple):
+            return sum(self.size(x) for x in node)
+        if not isinstance(node, (ir._Expr, ir._Stmt, ir.ZoneRef, ir.Target)):
+            return 0
+        if isinstance(node, ir.ForS):
+            body = self.size(node.body)
+            return 1 + (body * (node.stop - node.start) if self.unrolls(node) else body)
+        n = 1
+        if isinstance(node, (ir.CallFn, ir.CallProc)):
+            name = node.fn if isinstance(node, ir.CallFn) else node.proc
+            if name not in self.sizes:
+                self.sizes[name] = 0  # no recursion in specs, but keep this total
+                self.sizes[name] = self.size(self.callables[name].body)
+            n += self.sizes[name]
+        for f in type(node).model_fields:
+            if f not in ("ty", "span"):
+                n += self.size(getattr(node, f))
+        return n
+
+    def unrolls(self, s: ir.ForS) -> bool:
+        """Unroll a static loop when it is short and its unrolled code stays small."""
+        n = s.stop - s.start
+        return n <= UNROLL and n * self.size(s.body) <= UNROLL_BUDGET
 
     # ---- output --------------------------------------------------------
     def line(self, text: str) -> None:
@@ -359,7 +388,7 @@ class Emitter:
         if n <= 0:
             return
         loop_key = self.bind("loop_key", f"jax.random.fold_in({sc.key}, {s.loop_id})") if s.random else sc.key
-        if n <= UNROLL:
+        if self.unrolls(s):
             outer_key = sc.key
             for i in range(s.start, s.stop):
                 sc.vars[f"local:{s.var}"] = f"jnp.int32({i})"
