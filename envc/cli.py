@@ -163,5 +163,72 @@ def verify(
     raise typer.Exit(0 if all(c.passed for c in checks) else 1)
 
 
+def _batches(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise typer.BadParameter(f"expected positive integers separated by commas, got {text!r}")
+    return out
+
+
+@app.command()
+def bench(
+    spec: Annotated[str, typer.Argument(help="Spec file")],
+    backend: Annotated[str, typer.Option(help="jax or rust")] = "jax",
+    batch: Annotated[str, typer.Option(help="Batch sizes, comma-separated")] = "1,256,4096",
+    steps: Annotated[int, typer.Option(help="Steps per rollout")] = 1000,
+    repeats: Annotated[int, typer.Option(help="Timed runs per batch size (the median is reported)")] = 5,
+    threads: Annotated[int | None, typer.Option(help="Rust: worker threads (default: all cores)")] = None,
+    single_thread_xla: Annotated[
+        bool, typer.Option("--single-thread-xla", help="JAX: run XLA's CPU backend on one thread")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table")] = False,
+) -> None:
+    """Steps/s of random-legal-action rollouts with auto-reset, median of the timed runs."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from envc.bench import bench as run_bench
+    from envc.bench import use_single_thread_xla
+
+    sizes = _batches(batch)
+    if single_thread_xla:
+        use_single_thread_xla()
+    model = _load_or_exit(spec)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task(f"{model.name} on {backend}", total=None)
+        try:
+            rows = run_bench(
+                model,
+                backend,
+                sizes,
+                steps=steps,
+                repeats=repeats,
+                threads=threads,
+                progress=lambda msg: bar.update(task, description=msg),
+            )
+        except ValueError as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps([r.to_json() for r in rows], indent=2))
+        return
+    table = Table(title=f"{model.name} on {backend}: random legal actions, auto-reset, median of {repeats}")
+    for col in ("batch", "steps/s", "min", "max", "compile s", "notes"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        notes = ", ".join(f"{k}={v}" for k, v in r.extra.items())
+        table.add_row(
+            str(r.batch),
+            f"{r.steps_per_s:,.0f}",
+            f"{min(r.runs):,.0f}",
+            f"{max(r.runs):,.0f}",
+            f"{r.compile_s:.2f}",
+            notes,
+        )
+    Console().print(table)
+
+
 if __name__ == "__main__":
     app()

@@ -11,7 +11,7 @@ import jinja2
 
 from envc import __version__, ir
 from envc.ir import DType
-from envc.lower_jax.emit import JNP, Emitter, Scope, ident
+from envc.lower_jax.emit import JNP, UNROLL, UNROLL_BUDGET, Emitter, Scope, ident
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "jax"
 NUMPY = {
@@ -209,6 +209,7 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         for name, x in spec.invariants
     ]
     actions = []
+    sizer = Emitter(spec)
     for a in spec.actions:
         combos: list[list[int]] = [[] for _ in a.params]
         for local in range(a.size):
@@ -225,6 +226,8 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
                 "kind": a,
                 "combos": combos,
                 "dtypes": [NUMPY[p.ty.dtype] if p.ty.enum is None else "np.int8" for p in a.params],
+                # small kinds test each action id with constant parameters (static indices, no gathers)
+                "unroll": a.size <= 4 * UNROLL and a.size * sizer.size(a.legal) <= 2 * UNROLL_BUDGET,
             }
         )
     ctx = {
@@ -240,16 +243,42 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         "actions": actions,
         "obs": [(o, JNP[o.ty.dtype], NUMPY[o.ty.dtype]) for o in spec.obs_fields],
         "init_values": {f.name: _init_value(f) for f in spec.fields},
+        "obs_spaces": [(o.name, _box(o)) for o in spec.obs_fields],
         "math": math,
     }
     files = {
         f"{package}/__init__.py": env.get_template("__init__.py.j2").render(ctx),
         f"{package}/env.py": env.get_template("env.py.j2").render(ctx),
         f"{package}/_runtime.py": env.get_template("_runtime.py.j2").render(ctx),
+        f"{package}/rollout.py": env.get_template("rollout.py.j2").render(ctx),
         "pyproject.toml": env.get_template("pyproject.toml.j2").render(ctx),
         "README.md": env.get_template("README.md.j2").render(ctx),
     }
+    if spec.players == 1:
+        files[f"{package}/gymnax_env.py"] = env.get_template("gymnax_env.py.j2").render(ctx)
     return files
+
+
+def _bound(v: float) -> str:
+    if math.isinf(v):
+        return "-jnp.inf" if v < 0 else "jnp.inf"
+    return repr(v)
+
+
+def _box(o: ir.ObsFieldInfo) -> str:
+    """A gymnax `spaces.Box` for one observation part: declared bounds, else the dtype's range."""
+    dt = o.ty.dtype
+    if dt is DType.BOOL:
+        lo, hi = 0.0, 1.0
+    elif dt is DType.F32:
+        lo, hi = -math.inf, math.inf
+    else:
+        lo, hi = (float(x) for x in dt.int_range)
+    lo = o.low if o.low is not None else lo
+    hi = o.high if o.high is not None else hi
+    if dt is not DType.F32:
+        return f"spaces.Box({int(lo)}, {int(hi)}, {o.ty.shape}, {JNP[dt]})"
+    return f"spaces.Box({_bound(lo)}, {_bound(hi)}, {o.ty.shape}, {JNP[dt]})"
 
 
 def _init_value(f: ir.FieldInfo) -> str:

@@ -59,6 +59,7 @@ class JaxEnv:
 
         self.spec = spec
         self.module = module if module is not None else importlib.import_module(compile_to_cache(spec) + ".env")
+        self.package = self.module.__name__.rsplit(".", 1)[0]
         self.env = self.module.Env()
         self.params = self.env.default_params.replace(**(params or {})) if params else self.env.default_params
         self.num_players = spec.players
@@ -100,3 +101,14 @@ class JaxEnv:
     def state_from_dict(self, d: dict[str, Any]) -> Any:
         """Inject a state."""
         return self.env.state_from_dict(d, self.params)
+
+    @property
+    def rollout(self) -> Any:
+        """The generated package's scan-fused `rollout(key, num_envs, num_steps, policy, params)`."""
+        return importlib.import_module(self.package + ".rollout").rollout
+
+    def gymnax(self) -> Any:
+        """The spec as a gymnax `Environment` (single-agent specs; needs gymnax)."""
+        if self.num_players != 1:
+            raise ValueError(f"'{self.spec.name}' has {self.num_players} players; gymnax envs are single-agent")
+        return importlib.import_module(self.package + ".gymnax_env").GymnaxEnv()

@@ -147,6 +147,9 @@ class Emitter:
         parts = []
         for e, n in zip(idx, dims):
             rng = self.static_index(e, sc)
+            if rng is not None and rng[1] - rng[0] == 1 and 0 <= rng[0] < n:
+                parts.append(str(rng[0]))  # a Python int: a static slice, no gather
+                continue
             x = self.expr(e, sc)
             parts.append(x if rng is not None and rng[0] >= 0 and rng[1] <= n else f"clamp_index({x}, {n})")
         return ", ".join(parts)
@@ -156,6 +159,9 @@ class Emitter:
         guarded = False
         for e, n in zip(idx, dims):
             rng = self.static_index(e, sc)
+            if rng is not None and rng[1] - rng[0] == 1 and 0 <= rng[0] < n:
+                parts.append(str(rng[0]))
+                continue
             x = self.expr(e, sc)
             if rng is not None and rng[0] >= 0 and rng[1] <= n:
                 parts.append(x)
@@ -250,6 +256,9 @@ class Emitter:
         return str(hi if op == "min" else lo)
 
     def x_reduce(self, e: ir.Reduce, sc: Scope) -> str:
+        n = e.stop - e.start
+        if 0 < n <= UNROLL and n * (self.size(e.elt) + self.size(e.cond)) <= UNROLL_BUDGET:
+            return self.reduce_unrolled(e, sc)
         inner = sc.copy()
         iv = self.fresh(e.var)
         inner.vars[f"local:{e.var}"] = iv
@@ -272,6 +281,21 @@ class Emitter:
             self.line(f"{vals} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
         pos = f"jnp.arange({e.start}, {e.stop})"
         return self._reduce(e.op, e.ty, e.elt.ty, vals, conds if cond is not None else None, pos, e.site, sc)
+
+    def reduce_unrolled(self, e: ir.Reduce, sc: Scope) -> str:
+        """A short reduction with the loop variable a constant in each element, so every index is static."""
+        elts, conds = [], []
+        for i in range(e.start, e.stop):
+            inner = sc.copy()
+            inner.vars[f"local:{e.var}"] = f"jnp.int32({i})"
+            inner.ranges[e.var] = (i, i + 1)
+            elts.append(self.expr(e.elt, inner))
+            if e.cond is not None:
+                conds.append(self.expr(e.cond, inner))
+        vals = self.bind("values", f"jnp.stack([{', '.join(elts)}])")
+        keep = self.bind("keep", f"jnp.stack([{', '.join(conds)}])") if conds else None
+        pos = f"jnp.arange({e.start}, {e.stop})"
+        return self._reduce(e.op, e.ty, e.elt.ty, vals, keep, pos, e.site, sc)
 
     def x_reduce_array(self, e: ir.ReduceArray, sc: Scope) -> str:
         x = self.expr(e.x, sc)
@@ -387,6 +411,10 @@ class Emitter:
         n = s.stop - s.start
         if n <= 0:
             return
+        nest = self.vector_nest(s)
+        if nest is not None:
+            self.vectorize(nest, sc)
+            return
         loop_key = self.bind("loop_key", f"jax.random.fold_in({sc.key}, {s.loop_id})") if s.random else sc.key
         if self.unrolls(s):
             outer_key = sc.key
@@ -426,6 +454,134 @@ class Emitter:
             )
             for k, v in zip(carried, results):
                 sc.vars[k] = v
+
+    # ---- loop vectorization ---------------------------------------------
+    def vector_nest(self, s: ir.ForS) -> tuple[list[ir.ForS], tuple[ir.Stmt, ...]] | None:
+        """The loops and leaf body of a nest whose iterations are independent element writes, else None.
+
+        Such a nest (every statement a `let` or a scalar write to state/obs, every write indexed by all the
+        loop variables, each bare and in range, at the same positions for one storage, and nothing reads
+        what the nest writes) is computed for all iterations at once with `jax.vmap`.
+        """
+        loops = [s]
+        body = s.body
+        while len(body) == 1 and isinstance(body[0], ir.ForS):
+            loops.append(body[0])
+            body = body[0].body
+        if any(lp.random for lp in loops) or math.prod(lp.stop - lp.start for lp in loops) < 4:
+            return None
+        names = [lp.var for lp in loops]
+        if len(set(names)) != len(names):
+            return None
+        written: dict[str, tuple[int, ...]] = {}
+        for st in body:
+            if isinstance(st, ir.LetS):
+                continue
+            if not isinstance(st, ir.Assign) or st.target.space == "local" or st.target.ty.shape:
+                return None
+            t = st.target
+            dims = self.shapes[(t.space, t.name)]
+            where: dict[str, int] = {}
+            for pos, (i, dim) in enumerate(zip(t.index, dims)):
+                if isinstance(i, ir.Local) and i.name in names:
+                    lp = loops[names.index(i.name)]
+                    if i.name in where or lp.start < 0 or lp.stop > dim:
+                        return None
+                    where[i.name] = pos
+                elif self.mentions(i, set(names)):
+                    return None
+            if len(where) != len(names):
+                return None
+            layout = tuple(where[n] for n in names)
+            key = f"{t.space}:{t.name}"
+            if written.setdefault(key, layout) != layout:
+                return None
+        if any(self.reads_any(st, set(written)) for st in body):
+            return None
+        return loops, body
+
+    def mentions(self, node: object, names: set[str]) -> bool:
+        """Does an expression use any of the locals `names`?"""
+        if isinstance(node, tuple):
+            return any(self.mentions(x, names) for x in node)
+        if isinstance(node, ir.Local):
+            return node.name in names
+        if not isinstance(node, (ir._Expr, ir._Stmt, ir.Target, ir.ZoneRef)):
+            return False
+        return any(self.mentions(getattr(node, f), names) for f in type(node).model_fields if f not in ("ty", "span"))
+
+    def reads_any(self, node: object, keys: set[str]) -> bool:
+        """Does this code read (directly or in called functions) storage in `keys`, draw, or call a procedure?"""
+        if isinstance(node, tuple):
+            return any(self.reads_any(x, keys) for x in node)
+        if isinstance(node, (ir.Random, ir.CallProc, ir.ZoneOp, ir.ZoneFind)):
+            return True
+        if isinstance(node, ir.Reduce) and node.op == "choice":
+            return True
+        if isinstance(node, ir.Read) and f"{node.space}:{node.name}" in keys:
+            return True
+        if isinstance(node, ir.CallFn) and self.reads_any(self.callables[node.fn].body, keys):
+            return True
+        if not isinstance(node, (ir._Expr, ir._Stmt, ir.Target)):
+            return False
+        return any(self.reads_any(getattr(node, f), keys) for f in type(node).model_fields if f not in ("ty", "span"))
+
+    def vectorize(self, nest: tuple[list[ir.ForS], tuple[ir.Stmt, ...]], sc: Scope) -> None:
+        """Emit a vector nest as one vmapped element function and one slice write per assignment."""
+        loops, body = nest
+        fname = self.fresh("cells")
+        ivs = [self.fresh(lp.var) for lp in loops]
+        inner = sc.copy()
+        for lp, iv in zip(loops, ivs):
+            inner.vars[f"local:{lp.var}"] = iv
+            inner.ranges[lp.var] = (lp.start, lp.stop)
+        writes = [st for st in body if isinstance(st, ir.Assign)]
+        by_var = {lp.var: j for j, lp in enumerate(loops)}
+
+        def nest_index(i: ir.Expr) -> int | None:
+            return by_var.get(i.name) if isinstance(i, ir.Local) else None
+
+        # loop variables index as slices; the other positions are loop-invariant, indexed in the enclosing scope
+        fixed = []
+        for st in writes:
+            dims = self.shapes[(st.target.space, st.target.name)]
+            parts = []
+            for i, dim in zip(st.target.index, dims):
+                j = nest_index(i)
+                if j is None:
+                    parts.append(self.write_index((i,), (dim,), sc)[0])
+                else:
+                    parts.append(f"{loops[j].start}:{loops[j].stop}")
+            fixed.append(", ".join(parts))
+        sub = Emitter(self.spec, self.counter)
+        sub.depth = self.depth + 1
+        sub.sizes = self.sizes
+        outs = []
+        for stmt in body:
+            if isinstance(stmt, ir.LetS):
+                sub.s_let(stmt, inner)
+            else:
+                assert isinstance(stmt, ir.Assign)
+                outs.append(sub.expr(stmt.value, inner))
+        self.line(f"def {fname}({', '.join(ivs)}):")
+        self.lines.extend(sub.lines)
+        with self.indented():
+            self.line(f"return ({', '.join(outs)},)")
+        mapped = fname
+        for k in reversed(range(len(loops))):
+            in_axes = ", ".join("0" if j == k else "None" for j in range(len(loops)))
+            mapped = f"jax.vmap({mapped}, in_axes=({in_axes},))"
+        ranges = ", ".join(f"jnp.arange({lp.start}, {lp.stop})" for lp in loops)
+        vals = [self.fresh("cell_values") for _ in writes]
+        self.line(f"{', '.join(vals)}, = {mapped}({ranges})")
+        for st, idx, v in zip(writes, fixed, vals):
+            t = st.target
+            # the written block's axes follow the index positions; the values' axes follow the loop nest
+            axes = [j for j in map(nest_index, t.index) if j is not None]
+            value = v if axes == sorted(axes) else f"jnp.transpose({v}, {tuple(axes)})"
+            key = f"{t.space}:{t.name}"
+            mode = ', mode="drop"' if "drop_index" in idx else ""
+            sc.vars[key] = self.bind(t.name, f"{sc.vars[key]}.at[{idx}].set({value}{mode})")
 
     def written(self, stmts: tuple[ir.Stmt, ...], sc: Scope) -> set[str]:
         """Variables (scope keys) a statement list may write."""

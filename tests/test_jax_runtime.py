@@ -1,0 +1,138 @@
+"""The generated JAX package's runtime API: scan-fused rollouts with auto-reset, the gymnax Environment, bench."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envc
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("envc_cache")
+
+
+def jax_env(name: str, cache: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("ENVC_CACHE", str(cache))
+    return envc.build(ROOT / "specs" / f"{name}.yaml", backend="jax")
+
+
+def leaves_equal(a: Any, b: Any) -> bool:
+    return all(bool(jnp.array_equal(x, y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+@pytest.mark.parametrize("name", ["tic_tac_toe", "cartpole"])
+def test_partial_resets_equal_resetting_every_env(name: str, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = jax_env(name, cache, monkeypatch)
+    rollout = importlib.import_module(env.package + ".rollout")
+    run = jax.jit(rollout.rollout, static_argnames=("num_envs", "num_steps", "max_resets"))
+    key = jax.random.PRNGKey(7)
+    every, s_every = run(key, num_envs=16, num_steps=60, max_resets=())
+    tiered, s_tiered = run(key, num_envs=16, num_steps=60, max_resets=(1, 4))
+    assert int(s_every.episodes) > 0  # envs really finished and restarted
+    assert leaves_equal(every, tiered) and leaves_equal(s_every, s_tiered)
+
+
+def test_batch_auto_reset_step_follows_the_single_env_rule(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = jax_env("tic_tac_toe", cache, monkeypatch)
+    rollout = importlib.import_module(env.package + ".rollout")
+    e, params, n = env.env, env.params, 8
+    states = jax.vmap(e.init, in_axes=(0, None))(jax.random.split(jax.random.PRNGKey(0), n), params)
+    for t in range(12):
+        keys = jax.random.split(jax.random.PRNGKey(100 + t), n)
+        actions = rollout.random_actions(jax.random.PRNGKey(200 + t), states)
+        batched = rollout.batch_auto_reset_step(e, states, actions, keys, params, (2,))
+        for i in range(n):
+            s_i = jax.tree.map(lambda x, i=i: x[i], states)
+            s_i = s_i.replace(terminated=jnp.bool_(False), truncated=jnp.bool_(False), rewards=jnp.zeros(2))
+            stepped = e.step(s_i, actions[i], keys[i], params)
+            want = stepped
+            if bool(stepped.terminated | stepped.truncated):
+                want = e.init(jax.random.fold_in(keys[i], 1), params).replace(
+                    rewards=stepped.rewards, terminated=stepped.terminated, truncated=stepped.truncated
+                )
+            assert leaves_equal(want, jax.tree.map(lambda x, i=i: x[i], batched)), (t, i)
+        states = batched
+
+
+def test_random_actions_are_legal_and_cover_the_mask(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = jax_env("connect_four", cache, monkeypatch)
+    rollout = importlib.import_module(env.package + ".rollout")
+    states, stats = jax.jit(rollout.rollout, static_argnums=(1, 2))(jax.random.PRNGKey(1), 32, 30)
+    assert int(stats.steps) == 32 * 30
+    mask = np.asarray(states.legal_action_mask)
+    assert not mask.all()  # some columns are full after 30 moves
+    seen = np.zeros_like(mask)
+    for t in range(200):
+        a = np.asarray(rollout.random_actions(jax.random.PRNGKey(t), states))
+        assert mask[np.arange(32), a].all()
+        seen[np.arange(32), a] = True
+    assert (seen == mask).all()
+
+
+def test_gymnax_environment_with_log_wrapper(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gymnax.wrappers.purerl import LogWrapper
+
+    env = jax_env("cartpole", cache, monkeypatch)
+    gym = LogWrapper(env.gymnax())
+    params = gym.default_params
+    obs, state = gym.reset(jax.random.PRNGKey(0), params)
+    assert gym.observation_space(params).contains(obs) and gym.action_space(params).n == 2
+    step, direct_step = jax.jit(gym.step), jax.jit(env.env.step)
+    finished = []
+    for t in range(300):
+        key = jax.random.PRNGKey(t)
+        before = state.env_state
+        obs, state, reward, terminated, truncated, info = step(key, state, 1 - t % 2, params)
+        # the transition is the pgx-style env's step with gymnax's step key
+        direct = direct_step(before, 1 - t % 2, jax.random.split(key)[0], params)
+        assert bool(terminated) == bool(direct.terminated) and float(reward) == float(direct.rewards[0])
+        np.testing.assert_array_equal(np.asarray(info["final_observation"]), np.asarray(direct.observation))
+        if bool(info["returned_episode"]):
+            finished.append(int(info["returned_episode_lengths"]))
+    assert finished and all(n > 0 for n in finished)
+
+
+def test_gymnax_is_single_agent_only(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="single-agent"):
+        jax_env("tic_tac_toe", cache, monkeypatch).gymnax()
+
+
+def test_bench_command_json(cache: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "envc.cli", "bench", "specs/tic_tac_toe.yaml", "--batch", "1,8", "--steps", "20"]
+        + ["--repeats", "2", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**__import__("os").environ, "ENVC_CACHE": str(cache)},
+    )
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [row["batch"] for row in rows] == [1, 8]
+    for row in rows:
+        assert len(row["runs"]) == 2 and row["steps_per_s"] > 0 and row["jaxpr_eqns_per_step"] > 0
+
+
+def test_bench_rejects_bad_batches() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "envc.cli", "bench", "specs/cartpole.yaml", "--batch", "4,x"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "positive integers" in r.stderr and "Traceback" not in r.stderr
