@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +161,10 @@ def load_yaml(path: str, diags: Diagnostics, text: str | None = None) -> tuple[Y
     if not text.strip():
         diags.error(here, "E010", "spec is empty")
         return None, text
+    bad = _BAD_CHAR.search(text)
+    if bad is not None:
+        diags.error(_char_span(path, text, bad.start()), "E002", _bad_char_message(bad.group()))
+        return None, text
     too_deep = _nesting_problem(text)
     if too_deep is not None:
         diags.error(Span.point(path, *too_deep), "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
@@ -167,12 +172,15 @@ def load_yaml(path: str, diags: Diagnostics, text: str | None = None) -> tuple[Y
     try:
         composed = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        span = Span.point(path, mark.line + 1, mark.column + 1) if mark else here
-        diags.error(span, "E002", f"YAML syntax error: {e.problem or e.context}")
+        span, message = _syntax_error(path, text, e)
+        diags.error(span, "E002", message)
+        return None, text
+    except yaml.reader.ReaderError as e:  # pragma: no cover - _BAD_CHAR finds these first
+        span = _char_span(path, text, e.position) if isinstance(e.position, int) else here
+        diags.error(span, "E002", _bad_char_message(chr(e.character) if isinstance(e.character, int) else "?"))
         return None, text
     except yaml.YAMLError as e:
-        diags.error(here, "E002", f"YAML error: {e}")
+        diags.error(here, "E002", f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
         return None, text
     except RecursionError:
         diags.error(here, "E003", f"YAML nesting is too deep (limit {MAX_DEPTH})")
@@ -187,6 +195,53 @@ def load_yaml(path: str, diags: Diagnostics, text: str | None = None) -> tuple[Y
     except _TooBig:
         return None, text
     return tree, text
+
+
+# Characters YAML does not allow in a stream (YAML 1.1, 5.1): C0 controls other than tab and line breaks, DEL,
+# C1 controls other than NEL, surrogates and U+FFFE/U+FFFF. libyaml rejects them without a position.
+_BAD_CHAR = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _char_span(path: str, text: str, offset: int) -> Span:
+    """The one-character span of `text[offset]`."""
+    offset = max(0, min(offset, len(text)))
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Span.point(path, line, col)
+
+
+def _bad_char_message(ch: str) -> str:
+    name = f"U+{ord(ch):04X}" if len(ch) == 1 else repr(ch)
+    kind = "control character" if len(ch) == 1 and (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0) else "character"
+    return (
+        f"{kind} {name} is not allowed in a YAML file; delete it "
+        "(inside a double-quoted string it can be written as an escape such as \\x1b)"
+    )
+
+
+def _syntax_error(path: str, text: str, e: yaml.MarkedYAMLError) -> tuple[Span, str]:
+    """Where a libyaml error is and what to say about it."""
+    lines = text.split("\n")
+    mark = e.problem_mark or e.context_mark
+    problem = e.problem or e.context or "syntax error"
+    if e.context == "while scanning a simple key" and e.context_mark is not None:
+        # the problem mark is wherever libyaml gave up looking for the ':' (often the next key, or past the end);
+        # the key without its colon is at the context mark
+        mark = e.context_mark
+        problem = "could not find the ':' after this key (or is the line meant to be indented under the key above?)"
+    elif problem == "mapping values are not allowed in this context":
+        problem = "a ': ' is not allowed here; quote text that contains ': '"
+    if mark is None:
+        return Span.point(path, 1, 1), f"YAML syntax error: {problem}"
+    line, col = mark.line + 1, mark.column + 1
+    while line > 1 and (line > len(lines) or (not lines[line - 1].strip() and col == 1)):
+        line -= 1  # a mark past the last line (no final newline) or on a trailing blank line
+        col = len(lines[line - 1]) + 1 if line <= len(lines) else 1
+    if line <= len(lines):
+        col = min(col, len(lines[line - 1]) + 1)
+        if lines[line - 1][col - 1 : col] == "\t":
+            problem = "a tab character here; YAML is indented with spaces only"
+    return Span.point(path, line, col), f"YAML syntax error: {problem}"
 
 
 def _nesting_problem(text: str) -> tuple[int, int] | None:

@@ -333,12 +333,6 @@ def test_many_small_errors_are_all_reported() -> None:
     assert len({d.span.line for d in errors}) == 50
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a control character read by libyaml's reader (ReaderError) is reported as an "
-    'unlocated E002 at 1:1 with a multi-line message (\'... not allowed\\n  in "<unicode string>", '
-    "position N')",
-)
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\x07"], ids=["nul", "esc", "bel"])
 def test_control_character_in_text(char: str) -> None:
     text = TEXTS[CARTPOLE].replace("players: 1", f"players: 1{char}")
