@@ -723,8 +723,9 @@ class Checker:
         box = self.check_box()
         actions, num_actions = self.check_actions()
         if not actions and box is None and not doc.actions:
+            at = self.root.span if "actions" not in doc.model_fields_set else self.key_at("actions")
             self.diags.error(
-                self.key_at("actions") if doc.actions else Span.point(self.path, 1, 1),
+                Span.point(at.path, at.line, at.col),  # like a missing section: at the document's first key
                 "E010",
                 "spec needs `actions` (discrete) or `continuous_action`",
             )
