@@ -27,6 +27,10 @@ from envc.load import YNode, YScalar, key_span, node_at
 from envc.parse import Snippet, parse_body, parse_expr
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_SIZE = 1 << 20  # one dimension
+MAX_ELEMENTS = 1 << 20  # one array (state field, zone, constant, observation field)
+MAX_TOTAL_ELEMENTS = 1 << 22  # all arrays of a spec together
+MAX_ACTIONS = 1 << 20  # the flat discrete action space
 Path = tuple[object, ...]
 
 
@@ -46,6 +50,7 @@ class Checker:
         self.fields: list[ir.FieldInfo] = []
         self.obs_fields: list[ir.ObsFieldInfo] = []
         self._site = 0
+        self.elements = 0  # array elements declared so far (MAX_TOTAL_ELEMENTS)
         self.env = Env(self.symbols, diags, doc.players, self.next_site)
 
     def next_site(self) -> int:
@@ -115,8 +120,8 @@ class Checker:
                     self.diags.error(self.at(*keys), "E051", f"size '{v}' is not a static constant{hint}")
                 return None
             v = n
-        if v < 1 or v > 1 << 20:
-            self.diags.error(self.at(*keys), "E012", f"size {v} must be between 1 and {1 << 20}")
+        if v < 1 or v > MAX_SIZE:
+            self.diags.error(self.at(*keys), "E012", f"size {v} must be between 1 and {MAX_SIZE}")
             return None
         return v
 
@@ -127,7 +132,26 @@ class Checker:
             if n is None:
                 return None
             out.append(n)
-        return tuple(out)
+        return tuple(out) if self.sized(tuple(out), keys, total=False) else None
+
+    def sized(self, shape: tuple[int, ...], keys: Path, total: bool = True) -> bool:
+        """Is an array of `shape` small enough to build (checked before any values are materialized)?"""
+        n = math.prod(shape)
+        if n > MAX_ELEMENTS:
+            self.diags.error(
+                self.at(*keys),
+                "E012",
+                f"an array of shape {list(shape)} has {n:,} elements; the limit is {MAX_ELEMENTS:,} per array",
+            )
+            return False
+        if not total:
+            return True
+        self.elements += n
+        if self.elements > MAX_TOTAL_ELEMENTS >= self.elements - n:
+            self.diags.error(
+                self.at(*keys), "E012", f"the spec's arrays hold more than {MAX_TOTAL_ELEMENTS:,} elements in all"
+            )
+        return self.elements <= MAX_TOTAL_ELEMENTS
 
     def values(self, raw: object, ty: Ty, keys: Path) -> tuple[bool | int | float, ...] | None:
         members = self.enum_members
@@ -208,7 +232,7 @@ class Checker:
                 continue
             sty = self.scalar_type(c.type, keys + ("type",))
             shp = self.shape(c.shape, keys + ("shape",))
-            if sty is None or shp is None:
+            if sty is None or shp is None or not self.sized(shp, keys + ("shape",)):
                 continue
             ty = Ty(dtype=sty.dtype, shape=shp, enum=sty.enum)
             raw: object = c.value
@@ -365,6 +389,8 @@ class Checker:
                     self.diags.error(self.at(*keys, "zone"), "E012", "zone elements must be integers or enums")
                     continue
                 outer = outer_pp + shp
+                if not self.sized(outer + (cap,), keys + ("shape" if f.shape else "capacity",)):
+                    continue
                 self.fields.append(
                     ir.FieldInfo(
                         name=name,
@@ -401,6 +427,8 @@ class Checker:
             outer = outer_pp + shp
             if f.type in self.records:
                 parts = self.records[f.type]
+                if not all(self.sized(outer + pty.shape, keys + ("shape",)) for pty in parts.values()):
+                    continue
                 for pname, pty in parts.items():
                     full = Ty(dtype=pty.dtype, shape=outer + pty.shape, enum=pty.enum)
                     self.fields.append(
@@ -425,6 +453,8 @@ class Checker:
             if sty is None:
                 continue
             ty = Ty(dtype=sty.dtype, shape=outer, enum=sty.enum)
+            if not self.sized(outer, keys + ("shape",)):
+                continue
             if f.per_player and isinstance(f.init, list) and shp and len(f.init) == shp[0] != P:
                 one = self.values(f.init, Ty(dtype=ty.dtype, shape=shp, enum=ty.enum), keys + ("init",))
                 init = one * P if one is not None else None  # one player's init, repeated for each player
@@ -672,6 +702,15 @@ class Checker:
             if a is not None and node_at(self.root, keys + ("effect",)) is not node_at(self.root, keys):
                 effect, _ = self.body_at(keys + ("effect",), Context(where=f"effect of '{aname}'"), locals_)
             size = math.prod(p.stop - p.start for p in ps)
+            if offset + size > MAX_ACTIONS >= offset:  # reported once, at the action that crosses the limit
+                self.diags.error(
+                    self.key_at(*keys),
+                    "E052",
+                    f"action '{aname}' makes the action space {offset + size:,} actions; the limit is {MAX_ACTIONS:,}",
+                )
+            if offset + size > MAX_ACTIONS:
+                offset += size
+                continue
             kinds.append(
                 ir.ActionKind(
                     name=aname,
