@@ -317,6 +317,11 @@ def _convert(
         if not isinstance(kn, YScalar):
             diags.error(kn.span, "E012", "mapping keys must be plain scalars")
             raise _TooBig
+        if isinstance(kn.value, bool):  # YAML 1.1: on/off/yes/no are booleans
+            msg = f"key '{kn.text}' is read by YAML as the boolean {str(kn.value).lower()}; quote it: \"{kn.text}\""
+            diags.error(kn.span, "E012", msg)
+        if not isinstance(kn.value, str):
+            kn.value = kn.text  # keys are names: 1 or ~ as a key is then "not an identifier" or "unknown key"
         if kn.value in keys:
             first = keys[kn.value].span
             diags.error(kn.span, "E031", f"duplicate key '{kn.value}' (first at line {first.line})")
