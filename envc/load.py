@@ -161,40 +161,51 @@ def load_yaml(path: str, diags: Diagnostics, text: str | None = None) -> tuple[Y
     if not text.strip():
         diags.error(here, "E010", "spec is empty")
         return None, text
+    tree, ok = compose_text(path, text, diags)
+    if ok and tree is None:
+        diags.error(here, "E010", "spec is empty")
+    return tree, text
+
+
+def compose_text(
+    path: str, text: str, diags: Diagnostics, max_nodes: int = MAX_NODES
+) -> tuple[YNode | None, bool]:
+    """Compose YAML text (a spec or a data file) into nodes with positions; (None, False) after a diagnostic,
+    (None, True) for an empty document."""
+    here = Span.point(path, 1, 1)
     bad = _BAD_CHAR.search(text)
     if bad is not None:
         diags.error(_char_span(path, text, bad.start()), "E002", _bad_char_message(bad.group()))
-        return None, text
+        return None, False
     too_deep = _nesting_problem(text)
     if too_deep is not None:
         diags.error(Span.point(path, *too_deep), "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
-        return None, text
+        return None, False
     try:
         composed = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
         span, message = _syntax_error(path, text, e)
         diags.error(span, "E002", message)
-        return None, text
+        return None, False
     except yaml.reader.ReaderError as e:  # pragma: no cover - _BAD_CHAR finds these first
         span = _char_span(path, text, e.position) if isinstance(e.position, int) else here
         diags.error(span, "E002", _bad_char_message(chr(e.character) if isinstance(e.character, int) else "?"))
-        return None, text
+        return None, False
     except yaml.YAMLError as e:
         diags.error(here, "E002", f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
-        return None, text
+        return None, False
     except RecursionError:
         diags.error(here, "E003", f"YAML nesting is too deep (limit {MAX_DEPTH})")
-        return None, text
+        return None, False
     if composed is None:
-        diags.error(here, "E010", "spec is empty")
-        return None, text
+        return None, True
     lines = text.split("\n")
-    counter = [0]
+    counter = [0, max_nodes]
     try:
         tree = _convert(composed, path, lines, diags, 0, counter, set())
     except _TooBig:
-        return None, text
-    return tree, text
+        return None, False
+    return tree, True
 
 
 # Characters YAML does not allow in a stream (YAML 1.1, 5.1): C0 controls other than tab and line breaks, DEL,
@@ -284,14 +295,14 @@ def _convert(
 ) -> YNode:
     counter[0] += 1
     span = _span(path, node)
-    if counter[0] > MAX_NODES:
-        diags.error(span, "E003", f"spec has more than {MAX_NODES} YAML nodes")
+    if counter[0] > counter[1]:
+        diags.error(span, "E003", f"the file has more than {counter[1]:,} YAML nodes (values)")
         raise _TooBig
     if depth > MAX_DEPTH:
         diags.error(span, "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
         raise _TooBig
     if id(node) in seen:
-        diags.error(span, "E003", "YAML anchors and aliases are not supported in specs; write the value out")
+        diags.error(span, "E003", "YAML anchors and aliases are not supported; write the value out")
         raise _TooBig
     seen.add(id(node))
     if isinstance(node, yaml.ScalarNode):

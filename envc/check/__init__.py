@@ -240,7 +240,7 @@ class Checker:
                 got = read_data_file(self.path, c.file, self.at(*keys, "file"), self.diags)
                 if got is None:
                     continue
-                rows = [list(r.values()) if isinstance(r, dict) else r for r in got[1]]
+                rows = [list(r.values()) if isinstance(r, dict) else r for r in got.rows]
                 if len(shp) == 1 and rows and all(isinstance(r, list) and len(r) == 1 for r in rows):
                     rows = [r[0] for r in rows]  # type: ignore[index]
                 raw = rows
@@ -275,7 +275,7 @@ class Checker:
                 if sty is not None and shp is not None:
                     cols[cname] = (Ty(dtype=sty.dtype, shape=shp, enum=sty.enum), decl)
             rows: list[object]
-            where = self.path
+            got = None
             line_of: Callable[[int, str], Span]
             if (t.file is None) == (t.rows is None):
                 self.diags.error(self.at(*keys), "E010", f"table '{name}' needs exactly one of `rows` or `file`")
@@ -284,11 +284,10 @@ class Checker:
                 got = read_data_file(self.path, t.file, self.at(*keys, "file"), self.diags)
                 if got is None:
                     continue
-                where, rows = got
-                csv = t.file.lower().endswith(".csv")
+                rows = got.rows
 
-                def line_of(i: int, c: str, w: str = where, csv: bool = csv) -> Span:
-                    return Span.point(w, i + 2 if csv else 1, 1)
+                def line_of(i: int, c: str, spans: list[Span] = got.spans) -> Span:
+                    return spans[i]
             else:
                 rows = list(t.rows or [])
 
@@ -333,15 +332,23 @@ class Checker:
                         doc=decl.doc,
                     )
                 )
-            for i, row in enumerate(rows):
-                if isinstance(row, dict):
-                    extra = [k for k in row if k not in t.columns]
-                    if extra:
-                        col = str(extra[0])
-                        hint = did_you_mean(col, list(t.columns))
-                        msg = f"table '{name}' row {i} has undeclared column '{col}'{hint}"
-                        self.diags.error(line_of(i, col), "E014", msg)
-                        ok = False
+            if got is not None and got.header is not None:  # a CSV file: its header names the columns, once
+                extra = [k for k in got.header_names if k not in t.columns]
+                if extra:
+                    hint = did_you_mean(extra[0], list(t.columns))
+                    msg = f"table '{name}': column '{extra[0]}' of the file is not declared in `columns`{hint}"
+                    self.diags.error(got.header, "E014", msg)
+                    ok = False
+            else:
+                for i, row in enumerate(rows):
+                    if isinstance(row, dict):
+                        extra = [k for k in row if k not in t.columns]
+                        if extra:
+                            col = str(extra[0])
+                            hint = did_you_mean(col, list(t.columns))
+                            msg = f"table '{name}' row {i} has undeclared column '{col}'{hint}"
+                            self.diags.error(line_of(i, col), "E014", msg)
+                            ok = False
             if ok:
                 self.define(
                     name,

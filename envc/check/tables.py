@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-import yaml
-
 from envc.diagnostics import Diagnostics, Span
 from envc.ir import DType, Ty
+from envc.load import YSeq, compose_text, to_python
 
 Value = Union[bool, int, float]
 MAX_DATA_BYTES = 8 * 1024 * 1024
+MAX_DATA_NODES = 5_000_000  # YAML data files: more values than all arrays of a spec may hold
 
 
 class DataError(Exception):
@@ -25,8 +27,19 @@ class DataError(Exception):
         self.message = message
 
 
-def read_data_file(spec_path: str, rel: str, span: Span, diags: Diagnostics) -> tuple[str, list[object]] | None:
-    """Rows of a CSV (list of dicts) or YAML file next to the spec; None with a diagnostic on failure."""
+@dataclass
+class DataFile:
+    """The rows of a data file and where each one starts."""
+
+    path: str  # as shown in diagnostics (beside the spec's path)
+    rows: list[object]  # CSV: dicts (header -> cell text); YAML: the list's items
+    spans: list[Span]  # start of each row in the file
+    header: Span | None = None  # CSV: the header row
+    header_names: list[str] = field(default_factory=list)
+
+
+def read_data_file(spec_path: str, rel: str, span: Span, diags: Diagnostics) -> DataFile | None:
+    """Rows of a CSV (dicts) or YAML (list items) file next to the spec; None with a diagnostic on failure."""
     base = Path(spec_path).resolve().parent
     target = (base / rel).resolve()
     if base not in target.parents and target != base:
@@ -47,19 +60,73 @@ def read_data_file(spec_path: str, rel: str, span: Span, diags: Diagnostics) -> 
         return None
     shown = str(Path(spec_path).parent / rel)
     if target.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        return shown, [dict(r) for r in reader]
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        diags.error(span, "E014", f"data file '{rel}' is not valid YAML{where}")
+        return _read_csv(shown, text, diags)
+    node, ok = compose_text(shown, text, diags, max_nodes=MAX_DATA_NODES)
+    if not ok:
         return None
-    if not isinstance(data, list):
+    if not isinstance(node, YSeq):
         diags.error(span, "E014", f"data file '{rel}' must hold a list (of rows or values)")
         return None
-    return shown, data
+    return DataFile(shown, [to_python(n) for n in node.items], [_start(n.span) for n in node.items])
+
+
+def _start(s: Span) -> Span:
+    return Span.point(s.path, s.line, s.col)
+
+
+def _read_csv(shown: str, text: str, diags: Diagnostics) -> DataFile | None:
+    """A CSV file with a header row; blank lines are skipped, and every row knows the line it starts on."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    out = DataFile(shown, [], [])
+    end = 0  # last line read so far
+    try:
+        for cells in reader:
+            start, end = end + 1, reader.line_num
+            if not cells:
+                continue  # a blank line (the csv module skips them too)
+            if header is None:
+                header = cells
+                out.header, out.header_names = Span.point(shown, start, 1), cells
+                continue
+            here = Span.point(shown, start, 1)
+            if len(cells) > len(header):
+                diags.error(
+                    here,
+                    "E014",
+                    f"this row has {len(cells)} cells, but the header names {len(header)} columns "
+                    f"({', '.join(header)})",
+                )
+            row: dict[str, str | None] = dict.fromkeys(header)
+            row.update(zip(header, cells))
+            out.rows.append(row)
+            out.spans.append(here)
+    except csv.Error as e:
+        diags.error(Span.point(shown, end + 1, 1), "E014", f"not valid CSV: {e}")
+        return None
+    return out
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def show(raw: object, limit: int = 40) -> str:
+    """A value quoted for a one-line message: control characters escaped, long text shortened."""
+    text = raw if isinstance(raw, str) else repr(raw)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return f"'{text}'" if isinstance(raw, str) else text
+
+
+def _hint(raw: object) -> str:
+    if isinstance(raw, str) and "\n" in raw.strip():
+        return " (the cell runs over several lines: is a closing quote missing?)"
+    return ""
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[0] in "aefiou" else f"a {word}"
 
 
 def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, ...] | None], span: Span) -> Value:
@@ -68,7 +135,7 @@ def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, .
         members = enum_members(ty.enum) or ()
         if isinstance(raw, str) and raw.strip() in members:
             return members.index(raw.strip())
-        raise DataError(span, f"'{raw}' is not a member of enum {ty.enum} ({', '.join(members)})")
+        raise DataError(span, f"{show(raw)} is not a member of enum {ty.enum} ({', '.join(members)}){_hint(raw)}")
     if isinstance(raw, str):
         s = raw.strip()
         if ty.dtype is DType.BOOL:
@@ -76,22 +143,22 @@ def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, .
                 return True
             if s.lower() in ("false", "0", "no", ""):
                 return False
-            raise DataError(span, f"'{raw}' is not a bool")
+            raise DataError(span, f"{show(raw)} is not a bool{_hint(raw)}")
         try:
             raw = float(s) if ty.dtype is DType.F32 else int(s, 0)
         except ValueError:
-            raise DataError(span, f"'{raw}' is not a {ty.dtype.value}") from None
+            raise DataError(span, f"{show(raw)} is not {_a(ty.dtype.value)}{_hint(raw)}") from None
     if ty.dtype is DType.BOOL:
         if isinstance(raw, bool):
             return raw
-        raise DataError(span, f"{raw!r} is not a bool")
+        raise DataError(span, f"{show(raw)} is not a bool")
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise DataError(span, f"{raw!r} is not a {ty.dtype.value}")
+        raise DataError(span, f"{show(raw)} is not {_a(ty.dtype.value)}")
     if ty.dtype is DType.F32:
         return float(raw)
     if isinstance(raw, float):
         if not raw.is_integer():
-            raise DataError(span, f"{raw!r} is not an integer")
+            raise DataError(span, f"{show(raw)} is not an integer")
         raw = int(raw)
     lo, hi = ty.dtype.int_range
     if not lo <= raw <= hi:
