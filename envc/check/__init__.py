@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from envc import ast, ir
 from envc import document as d
@@ -86,6 +86,13 @@ class Checker:
         self.symbols[name] = sym
         self.origin[name] = span
 
+    def settle(self, names: Iterable[str]) -> None:
+        """Names of a section that did not make it into the symbol table had an error: uses of them are skipped
+        quietly instead of being reported again as unknown names."""
+        for name in names:
+            if name not in self.symbols and name not in self.records:
+                self.env.broken.add(name)
+
     # ---- types and shapes ----------------------------------------------
     def scalar_type(self, name: str, keys: Path, allow_records: bool = False) -> Ty | None:
         if name in ("bool", "i8", "i16", "i32", "u32", "f32"):
@@ -95,6 +102,8 @@ class Checker:
             return Ty(dtype=DType.I8, enum=name)
         if allow_records and name in self.records:
             return Ty(dtype=DType.I32, enum=None)
+        if name in self.env.broken:
+            return None
         hint = did_you_mean(name, ["bool", "i8", "i16", "i32", "u32", "f32", *self.symbols, *self.records])
         self.diags.error(self.at(*keys), "E030", f"unknown type '{name}'{hint}")
         return None
@@ -111,6 +120,8 @@ class Checker:
         if isinstance(v, str):
             n = self.static_value(v)
             if n is None:
+                if v in self.env.broken:
+                    return None
                 if isinstance(self.symbols.get(v), ParamSym):
                     self.diags.error(
                         self.at(*keys), "E051", f"'{v}' is a runtime param; mark it `static: true` to use it as a size"
@@ -253,9 +264,9 @@ class Checker:
                     self.define(name, ConstSym(name, ty, vals[0], c.doc), keys, "constant")
                 continue
             vals = self.values(raw, ty, keys + ("value",))
-            if vals is None:
-                continue
-            self.consts.append(ir.ConstInfo(name=name, ty=ty, values=vals, doc=c.doc))
+            if vals is not None:
+                self.consts.append(ir.ConstInfo(name=name, ty=ty, values=vals, doc=c.doc))
+            # with bad values the shape and type are still known, so uses go on being checked
             self.define(name, StorageSym(name, "const", "array", shp, ty, writable=False, doc=c.doc), keys, "constant")
 
     def declare_tables(self) -> None:
@@ -298,7 +309,6 @@ class Checker:
                 self.diags.error(self.at(*keys), "E014", f"table '{name}' has no rows")
                 continue
             parts: dict[str, Ty] = {}
-            ok = True
             for cname, (cty, decl) in cols.items():
                 if cty is None:
                     continue
@@ -306,7 +316,6 @@ class Checker:
                 for i, row in enumerate(rows):
                     if not isinstance(row, dict):
                         self.diags.error(line_of(i, cname), "E014", f"row {i} of table '{name}' is not a mapping")
-                        ok = False
                         break
                     raw = row.get(cname, decl.default)
                     if raw is None or raw == "":
@@ -315,13 +324,11 @@ class Checker:
                         self.diags.error(
                             line_of(i, cname), "E014", f"row {i} of table '{name}' has no value for '{cname}'"
                         )
-                        ok = False
                         break
                     try:
                         flat.extend(flatten(raw, cty, self.enum_members, line_of(i, cname)))
                     except DataError as e:
                         self.diags.error(e.span, "E014", f"table '{name}', row {i}, column '{cname}': {e.message}")
-                        ok = False
                         break
                 parts[cname] = cty
                 self.consts.append(
@@ -338,7 +345,6 @@ class Checker:
                     hint = did_you_mean(extra[0], list(t.columns))
                     msg = f"table '{name}': column '{extra[0]}' of the file is not declared in `columns`{hint}"
                     self.diags.error(got.header, "E014", msg)
-                    ok = False
             else:
                 for i, row in enumerate(rows):
                     if isinstance(row, dict):
@@ -348,8 +354,7 @@ class Checker:
                             hint = did_you_mean(col, list(t.columns))
                             msg = f"table '{name}' row {i} has undeclared column '{col}'{hint}"
                             self.diags.error(line_of(i, col), "E014", msg)
-                            ok = False
-            if ok:
+            if len(cols) == len(t.columns):  # bad cells or extra columns: its shape and types are still known
                 self.define(
                     name,
                     StorageSym(name, "const", "table", (len(rows),), parts=parts, writable=False, doc=t.doc),
@@ -682,6 +687,8 @@ class Checker:
             n = self.static_value(v)
             if n is not None:
                 return n
+            if v in self.env.broken:
+                return None
         self.diags.error(self.at(*keys), "E051", f"range bound {v!r} must be an integer or a static constant")
         return None
 
@@ -758,13 +765,22 @@ class Checker:
                 self.at("version"), "E012", f"version '{doc.version}' is not a release number like 1.0 or 2.1.3"
             )
         self.declare_types()
+        self.settle(doc.types)
         self.declare_params()
+        self.settle(doc.params)
         self.declare_constants()
+        self.settle(doc.constants)
         self.declare_records()  # after params and constants: record field shapes may use static sizes
+        self.settle(doc.types)
         self.declare_tables()
+        self.settle(doc.tables)
         self.declare_state()
+        self.settle(doc.state)
         self.declare_obs()
+        self.settle(doc.observation.fields)
         self.declare_callables()
+        self.settle(doc.functions)
+        self.settle(doc.procedures)
         callables = self.check_callables()
         box = self.check_box()
         actions, num_actions = self.check_actions()

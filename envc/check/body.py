@@ -77,6 +77,7 @@ class Env:
     next_site: Callable[[], int]
     calls: dict[str, set[str]] = field(default_factory=dict)
     random_callables: set[str] = field(default_factory=set)
+    broken: set[str] = field(default_factory=set)  # declared names whose declaration had an error
 
 
 def _lit(value: bool | int | float, ty: Ty, span: Span) -> ir.Lit:
@@ -93,6 +94,7 @@ class BodyChecker:
         self.weak: dict[int, ir.Expr] = {}  # untyped int literals, kept alive so ids stay unique
         self.uses_random = False
         self.in_generator = 0
+        self.broken_locals: set[str] = set()  # `let` names whose value had an error
 
     def is_weak(self, x: ir.Expr) -> bool:
         """Is `x` an int literal whose type adapts to the other operand?"""
@@ -182,6 +184,8 @@ class BodyChecker:
             return _lit(self.env.players, I32, e.span)
         sym = self.env.symbols.get(n)
         if sym is None:
+            if n in self.env.broken or n in self.broken_locals:
+                raise Bail()  # its declaration was already reported
             hint = did_you_mean(n, self.names_in_scope())
             raise self.err(e.span, "E030", f"unknown name '{n}'{hint}")
         if isinstance(sym, StorageSym):
@@ -472,6 +476,8 @@ class BodyChecker:
         if f == "range":
             raise self.err(e.span, "E020", "range(...) can only follow `for ... in` or `... for v in`")
         if sym is None:
+            if f in self.env.broken:
+                raise Bail()
             hint = did_you_mean(f, self.names_in_scope())
             raise self.err(e.func_span, "E030", f"unknown function '{f}'{hint}")
         raise self.err(e.func_span, "E040", f"'{f}' is not callable")
@@ -702,6 +708,14 @@ class BodyChecker:
         return ir.Switch(subject=subj, cases=tuple(cases), default=default, span=s.span)
 
     def let(self, s: ast.Let) -> list[ir.Stmt]:
+        try:
+            return self._let(s)
+        except Bail:
+            if self.lookup_local(s.name) is None and s.name not in self.env.symbols:
+                self.broken_locals.add(s.name)  # later uses are not "unknown names"
+            raise
+
+    def _let(self, s: ast.Let) -> list[ir.Stmt]:
         declared = self.type_named(s.type_name, s.span) if s.type_name else None
         if isinstance(s.value, ast.Call) and s.value.func in ("pop", "remove_at"):
             z = self.zone_arg(s.value.args[0]) if s.value.args else None
@@ -726,6 +740,8 @@ class BodyChecker:
         sym = self.env.symbols.get(name)
         if isinstance(sym, EnumSym):
             return Ty(dtype=DType.I8, enum=name)
+        if name in self.env.broken:
+            raise Bail()
         raise self.err(span, "E030", f"unknown type '{name}'")
 
     def target(self, e: ast.Expr) -> ir.Target:
@@ -831,6 +847,8 @@ class BodyChecker:
             site = self.random_site(span) if f == "shuffle" else -1
             return [ir.ZoneOp(op=f, zone=z, index=index, value=value, site=site, span=span)]  # type: ignore[arg-type]
         if sym is None and f not in BUILTINS:
+            if f in self.env.broken:
+                raise Bail()
             hint = did_you_mean(f, self.names_in_scope())
             raise self.err(e.func_span, "E030", f"unknown procedure '{f}'{hint}")
         raise self.err(span, "E040", f"the result of {f}(...) is unused")
