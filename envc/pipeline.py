@@ -6,9 +6,10 @@ from pydantic import BaseModel, ValidationError
 
 from envc import document as d
 from envc.check import check
+from envc.check.tables import show
 from envc.diagnostics import Diagnostic, Diagnostics, Span, SpecError, did_you_mean
 from envc.ir import SpecIR
-from envc.load import YMap, YNode, key_span, load_yaml, node_at, to_python
+from envc.load import YMap, YNode, YScalar, YSeq, key_span, load_yaml, node_at, to_python
 
 
 def _all_keys(model: type[BaseModel], seen: set[str] | None = None) -> set[str]:
@@ -45,6 +46,7 @@ def _validate(root: YNode, path: str, diags: Diagnostics) -> d.SpecDocument | No
     try:
         return d.SpecDocument.model_validate(to_python(root))
     except ValidationError as e:
+        bad: dict[tuple[object, ...], list[tuple[str, str, frozenset[str], dict[str, object]]]] = {}
         for err in e.errors(include_url=False):
             loc = tuple(err["loc"])
             kind = err["type"]
@@ -58,13 +60,91 @@ def _validate(root: YNode, path: str, diags: Diagnostics) -> d.SpecDocument | No
                 what = "section" if len(loc) == 1 else "key"
                 diags.error(key_span(root, loc).span, "E011", f"unknown {what} '{key}'{did_you_mean(key, pool)}")
             else:
-                real = [str(x) for x in loc if not (isinstance(x, str) and (" " in x or "[" in x))]
-                label = ".".join(real) or "spec"
-                msg = err["msg"]
-                if kind.startswith("union_tag") or kind == "model_type":
-                    msg = "expected a mapping"
-                diags.error(node_at(root, loc).span, "E012", f"{label}: {msg}")
+                real, tags = _split_loc(root, loc)
+                bad.setdefault(real, []).append((kind, err["msg"], tags, dict(err.get("ctx") or {})))
+        for real, errs in bad.items():
+            node = node_at(root, real)
+            label = ".".join(str(x) for x in real) or "spec"
+            diags.error(node.span, "E012", f"{label}: {_explain(errs, node)}")
         return None
+
+
+def _split_loc(root: YNode, loc: tuple[object, ...]) -> tuple[tuple[object, ...], frozenset[str]]:
+    """A pydantic error location as (the steps that exist in the YAML tree, the union-branch tags in between)."""
+    node: YNode | None = root
+    real: list[object] = []
+    tags: set[str] = set()
+    for step in loc:
+        nxt = None
+        if isinstance(node, YMap) and isinstance(step, str):
+            nxt = node.get(step)
+        elif isinstance(node, YSeq) and isinstance(step, int) and 0 <= step < len(node.items):
+            nxt = node.items[step]
+        if nxt is None:
+            tags.add(str(step))  # 'short form', 'int', 'function-after[...]', ...: not in the file
+        else:
+            real.append(step)
+            node = nxt
+    return tuple(real), frozenset(tags)
+
+
+# what a pydantic error type says was expected
+_EXPECTED = {
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "string_type": "text",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true/false",
+    "bool_parsing": "true/false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "union_tag_invalid": "a mapping",
+    "union_tag_not_found": "a mapping",
+}
+
+_ORDER = ["a whole number", "a number", "true/false", "text", "a list", "a mapping"]
+
+
+def _explain(errs: list[tuple[str, str, frozenset[str], dict[str, object]]], node: YNode) -> str:
+    """One message for all errors at one place (a union gives one error per branch)."""
+    value = node.value if isinstance(node, YScalar) else None
+    got = _got(node)
+    if all(kind in _EXPECTED for kind, _, _, _ in errs):
+        wanted = {_EXPECTED[kind] for kind, _, _, _ in errs}
+        if any("short form" in tags for _, _, tags, _ in errs):
+            wanted.add("a mapping")  # the long form of a key that also has a short form
+        if "a number" in wanted:
+            wanted.discard("a whole number")
+        text = f"expected {' or '.join(w for w in _ORDER if w in wanted)}, got {got}"
+        if wanted == {"text"} and isinstance(node, YScalar) and not node.style and not isinstance(value, str):
+            text += f'; quote it: "{node.text}"'  # YAML read on/off/yes/no, 1.0, ~ as a bool, number or null
+        return text
+    kind, msg, _, ctx = next((x for x in errs if x[0] not in _EXPECTED), errs[0])
+    if msg.startswith("Input should be "):
+        msg = "should be " + msg[len("Input should be ") :]
+    if kind == "literal_error" or "expected" in ctx or msg.startswith("should be"):
+        return f"{msg}, got {got}"
+    return msg
+
+
+def _got(node: YNode) -> str:
+    if isinstance(node, YMap):
+        return "a mapping"
+    if isinstance(node, YSeq):
+        return "a list"
+    assert isinstance(node, YScalar)
+    v = node.value
+    if v is None:
+        return "nothing (null)"
+    if isinstance(v, bool):
+        return f"the boolean {node.text}" if node.text else f"the boolean {str(v).lower()}"
+    if isinstance(v, (int, float)):
+        return f"the number {node.text or v}"
+    return show(v)
 
 
 def _head(node: YNode) -> Span:
