@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -95,12 +96,12 @@ class Diagnostics:
     def error(self, span: Span, code: str, message: str) -> None:
         """Record an error."""
         assert code in CODES, code
-        self.items.append(Diagnostic(span, Severity.ERROR, code, message))
+        self.items.append(Diagnostic(span, Severity.ERROR, code, one_line(message)))
 
     def warning(self, span: Span, code: str, message: str) -> None:
         """Record a warning."""
         assert code in CODES, code
-        self.items.append(Diagnostic(span, Severity.WARNING, code, message))
+        self.items.append(Diagnostic(span, Severity.WARNING, code, one_line(message)))
 
     @property
     def has_errors(self) -> bool:
@@ -133,6 +134,16 @@ class SpecRuntimeError(Exception):
     def __init__(self, span: Span, message: str):
         self.span = span
         super().__init__(f"{span.path}:{span.line}:{span.col}: runtime error: {message}")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """A message on one line: line breaks and other control characters (from quoted spec text) escaped."""
+    if _CONTROL.search(message) is None:
+        return message
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message.strip())
 
 
 def did_you_mean(name: str, candidates: list[str]) -> str:

@@ -20,7 +20,7 @@ from envc.check.symbols import (
     StorageSym,
     Symbol,
 )
-from envc.check.tables import DataError, flatten, read_data_file
+from envc.check.tables import DataError, flatten, read_data_file, show
 from envc.diagnostics import Diagnostics, Span, did_you_mean
 from envc.ir import BOOL, F32, I32, DType, Ty
 from envc.load import YNode, YScalar, key_span, node_at
@@ -759,7 +759,10 @@ class Checker:
     def run(self) -> ir.SpecIR | None:
         doc = self.doc
         if not _IDENT.match(doc.name):
-            self.diags.error(self.at("name"), "E013", f"spec name '{doc.name}' is not an identifier")
+            hint = " (a folded `>` or `|` value ends with a line break; write the name on one line)" * (
+                "\n" in doc.name
+            )
+            self.diags.error(self.at("name"), "E013", f"spec name {show(doc.name)} is not an identifier{hint}")
         if not re.fullmatch(r"[0-9]+(\.[0-9]+)*((a|b|rc|\.post|\.dev)[0-9]+)?", doc.version):
             self.diags.error(
                 self.at("version"), "E012", f"version '{doc.version}' is not a release number like 1.0 or 2.1.3"
