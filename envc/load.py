@@ -255,12 +255,19 @@ def _syntax_error(path: str, text: str, e: yaml.MarkedYAMLError) -> tuple[Span, 
     return Span.point(path, line, col), f"YAML syntax error: {problem}"
 
 
+_LEAD = re.compile(r"[ ]*(?:[-?:](?:[ \t]+|$))*")
+
+
 def _nesting_problem(text: str) -> tuple[int, int] | None:
     """Where flow brackets or indentation nest too deep (checked before libyaml recurses)."""
     depth = 0
     for lineno, line in enumerate(text.split("\n"), 1):
-        if len(line) - len(line.lstrip(" ")) > 4 * MAX_DEPTH:
+        # indentation plus compact nesting on one line ("- - - x", "? - x"): libyaml's composer recurses once per
+        # level in C, and 100,000 "- " on one line overflowed the C stack (a segfault, not an exception)
+        if _LEAD.match(line).end() > 4 * MAX_DEPTH:  # type: ignore[union-attr]
             return lineno, 1
+        if depth == 0 and "[" not in line and "{" not in line:
+            continue
         quote = ""
         for col, ch in enumerate(line, 1):
             if quote:

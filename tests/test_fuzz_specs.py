@@ -245,6 +245,13 @@ def test_ten_thousand_deep_flow_nesting(tmp_path: Path, opener: str) -> None:
     assert d.span.line == 2
 
 
+@pytest.mark.parametrize("indicator", ["- ", "? ", "-\t"])
+def test_compact_block_nesting_on_one_line(tmp_path: Path, indicator: str) -> None:
+    """100,000 nested block collections on one line: libyaml's composer recursed in C until the process crashed."""
+    d = _one(_lint_file(tmp_path, ("state:\n  " + indicator * 100_000 + "x\n").encode()), "E003")
+    assert d.span.line == 2
+
+
 def test_deep_block_nesting(tmp_path: Path) -> None:
     text = "".join(" " * (2 * i) + f"k{i}:\n" for i in range(300)) + " " * 600 + "v: 1\n"
     _one(_lint_file(tmp_path, text.encode()), "E003")
