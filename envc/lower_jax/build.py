@@ -67,6 +67,8 @@ class JaxEnv:
         self._init = jax.jit(self.env.init)
         self._step = jax.jit(self.env.step)
         self._observe = jax.jit(self.env.observe)
+        self._inject = jax.jit(self.env.inject)
+        self._invariants = jax.jit(self.env.invariants)
 
     @staticmethod
     def _key(key: Any) -> Any:
@@ -92,7 +94,7 @@ class JaxEnv:
 
     def invariants(self, state: Any) -> list[str]:
         """Names of violated invariants."""
-        return [k for k, v in self.env.invariants(state, self.params).items() if not bool(v)]
+        return [k for k, v in self._invariants(state, self.params).items() if not bool(v)]
 
     def state_to_dict(self, state: Any) -> dict[str, np.ndarray]:
         """Numpy arrays under the spec's storage names."""
@@ -100,7 +102,7 @@ class JaxEnv:
 
     def state_from_dict(self, d: dict[str, Any]) -> Any:
         """Inject a state."""
-        return self.env.state_from_dict(d, self.params)
+        return self._inject(*self.env.arrays_from_dict(d), self.params)
 
     @property
     def rollout(self) -> Any:
