@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir
-from envc.lower_jax import render
+from envc.lower_jax import TEMPLATES, render
 
 
 def cache_dir() -> Path:
@@ -26,10 +27,20 @@ def package_name(spec: ir.SpecIR, digest: str) -> str:
     return f"envc_{spec.name}_{digest[:10]}"
 
 
+@functools.cache
+def compiler_digest() -> str:
+    """A hash of the JAX lowering's code and templates, so a changed compiler never reuses a stale package."""
+    h = hashlib.sha256(__version__.encode())
+    here = Path(__file__).resolve().parent
+    for p in sorted([*here.glob("*.py"), *TEMPLATES.rglob("*.j2")]):
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 def compile_to_cache(spec: ir.SpecIR) -> str:
     """Generate (once) and return the package name; its folder is on sys.path afterwards."""
     text = Path(spec.path).read_text() if Path(spec.path).exists() else spec.name
-    digest = hashlib.sha256((spec.model_dump_json() + __version__).encode()).hexdigest()
+    digest = hashlib.sha256((spec.model_dump_json() + compiler_digest()).encode()).hexdigest()
     name = package_name(spec, digest)
     root = cache_dir() / "jax" / name
     if not (root / name / "env.py").exists():
