@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import DedentError, Indenter
 
@@ -18,6 +20,14 @@ from envc.load import YScalar
 # envc/grammar links to the top-level grammar/ folder; wheels carry a copy.
 GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar" / "envc.lark"
 
+# Deepest nesting of one body or expression: every operator, statement, call and argument list, index and block is
+# a level (a chain of n binary operators is n levels). The typed IR is a tree of pydantic models that pydantic
+# cannot serialize deeper than about 250 levels (a call is up to three: the call, its arguments, a conversion), and
+# the reference interpreter and the lowerings walk it recursively.
+MAX_NESTING = 160
+
+_PARSE_LOCK = threading.Lock()  # the indenter keeps per-parse state in the shared parser
+
 
 class _Indenter(Indenter):
     NL_type = "_NL"
@@ -26,6 +36,20 @@ class _Indenter(Indenter):
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 8
+
+    def handle_NL(self, token: Token) -> Iterator[Token]:
+        """Lark's indentation tracking, with the position of a dedent that matches no block."""
+        try:
+            yield from super().handle_NL(token)
+        except DedentError:
+            indent = token.rsplit("\n", 1)[1]
+            raise _Dedent(token.end_line or token.line or 1, len(indent) + 1) from None
+
+
+class _Dedent(Exception):
+    def __init__(self, line: int, col: int):
+        self.line = line
+        self.col = col
 
 
 @lru_cache(maxsize=1)
@@ -80,95 +104,129 @@ class Snippet:
         """File span of a snippet range."""
         a = self.pos(line, col)
         b = self.pos(end_line, end_col)
+        if b < a:
+            b = (a[0], a[1] + 1)
         return Span(self.path, a[0], a[1], b[0], b[1])
 
 
 _BINOPS = {"or_": "or", "and_": "and", "bit_or": "|", "bit_xor": "^", "bit_and": "&"}
+# parse-tree nodes that do not nest in the typed IR (lists, clauses, operator tokens)
+_FLAT = {"expr_only", "elif_clause", "else_clause", "add_op", "mul_op", "comp_op", "assign_op"}
 
 
-class _ToAst(Transformer[Token, Any]):
+class _AstError(Exception):
+    def __init__(self, span: Span, message: str, code: str = "E020"):
+        self.span = span
+        self.message = message
+        self.code = code
+
+
+Handler = Callable[[Any, list[Any]], Any]
+
+
+class _ToAst:
+    """Parse tree -> AST, bottom-up with an explicit stack (no recursion, so any depth is safe to walk)."""
+
     def __init__(self, snip: Snippet):
-        super().__init__()
         self.snip = snip
+        self.handlers: dict[str, Handler] = {
+            "int_lit": self.int_lit,
+            "float_lit": lambda m, c: ast.Num(float(c[0]), self._s(m)),
+            "true_lit": lambda m, c: ast.BoolLit(True, self._s(m)),
+            "false_lit": lambda m, c: ast.BoolLit(False, self._s(m)),
+            "name": lambda m, c: ast.Name(str(c[0]), self._s(m)),
+            "neg": self.neg,
+            "not_": lambda m, c: ast.Unary("not", c[0], self._s(m)),
+            "binop": lambda m, c: ast.Binary(c[1], c[0], c[2], self._s(m)),
+            "compare": lambda m, c: ast.Binary(c[1], c[0], c[2], self._s(m)),
+            "if_expr": lambda m, c: ast.IfExpr(c[0], c[1], c[2], self._s(m)),
+            "args": lambda m, c: tuple(c),
+            "index": lambda m, c: ast.Index(c[0], c[1], self._s(m)),
+            "attr": lambda m, c: ast.Attr(c[0], str(c[1]), self._s(m)),
+            "call": self.call,
+            "gen_call": self.gen_call,
+            "body": lambda m, c: tuple(c),
+            "suite": lambda m, c: tuple(c),
+            "expr_only": lambda m, c: c[0],
+            "let_stmt": lambda m, c: ast.Let(str(c[0]), str(c[1]) if c[1] is not None else None, c[2], self._s(m)),
+            "expr_stmt": self.expr_stmt,
+            "return_stmt": self.return_stmt,
+            "pass_stmt": lambda m, c: ast.Pass(self._s(m)),
+            "if_stmt": self.if_stmt,
+            "elif_clause": lambda m, c: ("elif", (c[0], c[1])),
+            "else_clause": lambda m, c: c[0],
+            "for_stmt": lambda m, c: ast.For(str(c[0]), c[1], c[2], self._s(m)),
+            "match_stmt": lambda m, c: ast.Match(c[0], tuple(c[1:]), self._s(m)),
+            "case_clause": lambda m, c: ast.Case(tuple(str(t) for t in c[:-1]), c[-1], self._s(m)),
+        }
+        for op in ("add_op", "mul_op", "comp_op", "assign_op"):
+            self.handlers[op] = lambda m, c: str(c[0])
+        for data, op in _BINOPS.items():
+            self.handlers[data] = self._binop(op)
+
+    def _binop(self, op: str) -> Handler:
+        return lambda m, c: ast.Binary(op, c[0], c[1], self._s(m))
 
     def _s(self, meta: Any) -> Span:
+        if getattr(meta, "empty", True):
+            return self.snip.span(1, 1, 1, 2)
         return self.snip.span(meta.line, meta.column, meta.end_line, meta.end_column)
 
-    def _t(self, tok: Token) -> Span:
-        assert tok.line is not None and tok.column is not None
-        return self.snip.span(tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
+    def transform(self, tree: Tree[Token]) -> Any:
+        """The AST of a whole parse tree; _AstError (E003) where it nests deeper than MAX_NESTING."""
+        # a frame: node, its children still to visit, the values of those visited, its nesting, elifs seen
+        stack: list[tuple[Tree[Token], Iterator[Any], list[Any], int, list[int]]] = [
+            (tree, iter(tree.children), [], 0, [0])
+        ]
+        while True:
+            node, todo, done, depth, elifs = stack[-1]
+            for child in todo:
+                if isinstance(child, Tree):
+                    d = depth + (child.data not in _FLAT)
+                    if node.data == "if_stmt" and child.data == "elif_clause":
+                        elifs[0] += 1  # `elif` nests one `if` deeper in the IR
+                        d += elifs[0]
+                    if d > MAX_NESTING:
+                        raise _AstError(
+                            self._s(child.meta),
+                            f"this is nested more than {MAX_NESTING} levels deep (every operator, call, argument list, "
+                            "index and block is a level); split it into steps with `let`",
+                            "E003",
+                        )
+                    stack.append((child, iter(child.children), [], d, [0]))
+                    break
+                done.append(child)
+            else:
+                stack.pop()
+                value = self.handlers[str(node.data)](node.meta, done)
+                if not stack:
+                    return value
+                stack[-1][2].append(value)
 
     # expressions
-    @v_args(meta=True)
     def int_lit(self, meta: Any, c: list[Token]) -> ast.Num:
-        return ast.Num(int(c[0], 0), self._s(meta))
+        text = str(c[0])
+        try:
+            return ast.Num(int(text, 0), self._s(meta))
+        except ValueError:
+            raise _AstError(
+                self._s(meta), f"integer literal '{text}' has a leading zero; write {text.lstrip('0') or '0'}"
+            ) from None
 
-    @v_args(meta=True)
-    def float_lit(self, meta: Any, c: list[Token]) -> ast.Num:
-        return ast.Num(float(c[0]), self._s(meta))
-
-    @v_args(meta=True)
-    def true_lit(self, meta: Any, c: list[Token]) -> ast.BoolLit:
-        return ast.BoolLit(True, self._s(meta))
-
-    @v_args(meta=True)
-    def false_lit(self, meta: Any, c: list[Token]) -> ast.BoolLit:
-        return ast.BoolLit(False, self._s(meta))
-
-    @v_args(meta=True)
-    def name(self, meta: Any, c: list[Token]) -> ast.Name:
-        return ast.Name(str(c[0]), self._s(meta))
-
-    @v_args(meta=True)
     def neg(self, meta: Any, c: list[Any]) -> ast.Expr:
         if isinstance(c[0], ast.Num):
             return ast.Num(-c[0].value, self._s(meta))
         return ast.Unary("-", c[0], self._s(meta))
 
-    @v_args(meta=True)
-    def not_(self, meta: Any, c: list[Any]) -> ast.Unary:
-        return ast.Unary("not", c[0], self._s(meta))
-
-    @v_args(meta=True)
-    def binop(self, meta: Any, c: list[Any]) -> ast.Binary:
-        return ast.Binary(str(c[1].children[0]), c[0], c[2], self._s(meta))
-
-    @v_args(meta=True)
-    def compare(self, meta: Any, c: list[Any]) -> ast.Binary:
-        return ast.Binary(str(c[1].children[0]), c[0], c[2], self._s(meta))
-
-    def __default__(self, data: Any, children: Any, meta: Any) -> Any:
-        if data in _BINOPS:
-            span = self.snip.span(meta.line, meta.column, meta.end_line, meta.end_column)
-            return ast.Binary(_BINOPS[data], children[0], children[1], span)
-        return super().__default__(data, children, meta)  # type: ignore[no-untyped-call]
-
-    @v_args(meta=True)
-    def if_expr(self, meta: Any, c: list[Any]) -> ast.IfExpr:
-        return ast.IfExpr(c[0], c[1], c[2], self._s(meta))
-
-    def args(self, c: list[Any]) -> tuple[Any, ...]:
-        return tuple(c)
-
-    @v_args(meta=True)
-    def index(self, meta: Any, c: list[Any]) -> ast.Index:
-        return ast.Index(c[0], c[1], self._s(meta))
-
-    @v_args(meta=True)
-    def attr(self, meta: Any, c: list[Any]) -> ast.Attr:
-        return ast.Attr(c[0], str(c[1]), self._s(meta))
-
     def _callee(self, f: Any) -> str | None:
         return f.id if isinstance(f, ast.Name) else None
 
-    @v_args(meta=True)
     def call(self, meta: Any, c: list[Any]) -> ast.Expr:
         name = self._callee(c[0])
         if name is None:
             raise _AstError(self._s(meta), "only named functions can be called")
         return ast.Call(name, c[1] or (), self._s(meta), c[0].span)
 
-    @v_args(meta=True)
     def gen_call(self, meta: Any, c: list[Any]) -> ast.GenCall:
         name = self._callee(c[0])
         if name is None:
@@ -176,20 +234,6 @@ class _ToAst(Transformer[Token, Any]):
         return ast.GenCall(name, c[1], str(c[2]), c[3], c[4], self._s(meta), c[0].span)
 
     # statements
-    def body(self, c: list[Any]) -> tuple[ast.Stmt, ...]:
-        return tuple(c)
-
-    def expr_only(self, c: list[Any]) -> ast.Expr:
-        return c[0]  # type: ignore[no-any-return]
-
-    def suite(self, c: list[Any]) -> tuple[ast.Stmt, ...]:
-        return tuple(c)
-
-    @v_args(meta=True)
-    def let_stmt(self, meta: Any, c: list[Any]) -> ast.Let:
-        return ast.Let(str(c[0]), str(c[1]) if c[1] is not None else None, c[2], self._s(meta))
-
-    @v_args(meta=True)
     def expr_stmt(self, meta: Any, c: list[Any]) -> ast.Stmt:
         if c[1] is None:
             if not isinstance(c[0], ast.Call):
@@ -198,17 +242,11 @@ class _ToAst(Transformer[Token, Any]):
         target = c[0]
         if not isinstance(target, (ast.Name, ast.Index, ast.Attr)):
             raise _AstError(target.span, "cannot assign to this expression")
-        return ast.Assign(target, str(c[1].children[0]), c[2], self._s(meta))
+        return ast.Assign(target, c[1], c[2], self._s(meta))
 
-    @v_args(meta=True)
     def return_stmt(self, meta: Any, c: list[Any]) -> ast.Return:
         return ast.Return(c[0], self._s(meta))
 
-    @v_args(meta=True)
-    def pass_stmt(self, meta: Any, c: list[Any]) -> ast.Pass:
-        return ast.Pass(self._s(meta))
-
-    @v_args(meta=True)
     def if_stmt(self, meta: Any, c: list[Any]) -> ast.If:
         branches = [(c[0], c[1])]
         orelse: tuple[ast.Stmt, ...] = ()
@@ -218,30 +256,6 @@ class _ToAst(Transformer[Token, Any]):
             elif item is not None:
                 orelse = item
         return ast.If(tuple(branches), orelse, self._s(meta))
-
-    def elif_clause(self, c: list[Any]) -> tuple[str, tuple[Any, Any]]:
-        return ("elif", (c[0], c[1]))
-
-    def else_clause(self, c: list[Any]) -> tuple[ast.Stmt, ...]:
-        return c[0]  # type: ignore[no-any-return]
-
-    @v_args(meta=True)
-    def for_stmt(self, meta: Any, c: list[Any]) -> ast.For:
-        return ast.For(str(c[0]), c[1], c[2], self._s(meta))
-
-    @v_args(meta=True)
-    def match_stmt(self, meta: Any, c: list[Any]) -> ast.Match:
-        return ast.Match(c[0], tuple(c[1:]), self._s(meta))
-
-    @v_args(meta=True)
-    def case_clause(self, meta: Any, c: list[Any]) -> ast.Case:
-        return ast.Case(tuple(str(t) for t in c[:-1]), c[-1], self._s(meta))
-
-
-class _AstError(Exception):
-    def __init__(self, span: Span, message: str):
-        self.span = span
-        self.message = message
 
 
 def _describe(e: UnexpectedInput) -> str:
@@ -270,7 +284,8 @@ def _parse(snip: Snippet, start: str, diags: Diagnostics) -> Any:
         text = "(" + text.rstrip() + ")\n"
         snip = replace(snip, shift=1)
     try:
-        tree = parser().parse(text, start=start)
+        with _PARSE_LOCK:
+            tree = parser().parse(text, start=start)
         return _ToAst(snip).transform(tree)
     except UnexpectedInput as e:
         line = getattr(e, "line", 1)
@@ -282,18 +297,18 @@ def _parse(snip: Snippet, start: str, diags: Diagnostics) -> Any:
             line, col = len(lines), len(lines[-1]) + 1
         fl, fc = snip.pos(line, max(col, 1))
         diags.error(Span.point(snip.path, fl, fc), "E020", _describe(e))
-    except DedentError:
-        fl, fc = snip.pos(1, 1)
-        diags.error(Span.point(snip.path, fl, fc), "E020", "inconsistent indentation (dedent does not match any block)")
+    except _Dedent as e:
+        fl, fc = snip.pos(e.line, e.col)
+        diags.error(
+            Span.point(snip.path, fl, fc),
+            "E020",
+            "inconsistent indentation: this line is dedented to no enclosing block",
+        )
     except _AstError as e:
-        diags.error(e.span, "E020", e.message)
-    except Exception as e:  # lark wraps transformer errors
-        inner = getattr(e, "orig_exc", None)
-        if isinstance(inner, _AstError):
-            diags.error(inner.span, "E020", inner.message)
-        else:
-            fl, fc = snip.pos(1, 1)
-            diags.error(Span.point(snip.path, fl, fc), "E020", f"cannot parse: {e}")
+        diags.error(e.span, e.code, e.message)
+    except Exception as e:  # a bug here must still come out as a located diagnostic, not a traceback
+        fl, fc = snip.pos(1, 1)
+        diags.error(Span.point(snip.path, fl, fc), "E020", f"cannot parse: {type(e).__name__}: {e}")
     return None
 
 

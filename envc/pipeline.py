@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pydantic import BaseModel, ValidationError
 
 from envc import document as d
@@ -10,6 +15,7 @@ from envc.check.tables import show
 from envc.diagnostics import Diagnostic, Diagnostics, Span, SpecError, did_you_mean
 from envc.ir import SpecIR
 from envc.load import YMap, YNode, YScalar, YSeq, key_span, load_yaml, node_at, to_python
+from envc.parse import MAX_NESTING
 
 
 def _all_keys(model: type[BaseModel], seen: set[str] | None = None) -> set[str]:
@@ -152,6 +158,32 @@ def _head(node: YNode) -> Span:
     return Span(s.path, s.line, s.col, s.line, s.col + 1)
 
 
+# The checker recurses about ten Python frames per level of an expression, and the parser admits MAX_NESTING
+# levels: more than Python's default limit of 1000 frames. While a lint runs the limit is raised to this (Python
+# frames live on the heap since 3.11, so this costs no C stack), and put back when the last concurrent lint ends.
+_FRAMES = 12 * MAX_NESTING + 2000
+_limit_lock = threading.Lock()
+_linting = 0
+_saved_limit = 0
+
+
+@contextmanager
+def _frame_headroom() -> Iterator[None]:
+    global _linting, _saved_limit
+    with _limit_lock:
+        if _linting == 0:
+            _saved_limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_saved_limit, _FRAMES))
+        _linting += 1
+    try:
+        yield
+    finally:
+        with _limit_lock:
+            _linting -= 1
+            if _linting == 0:
+                sys.setrecursionlimit(_saved_limit)
+
+
 def lint(path: str, text: str | None = None) -> tuple[SpecIR | None, list[Diagnostic]]:
     """Run the whole front end; returns the IR (None on errors) and all diagnostics in file order."""
     diags = Diagnostics()
@@ -161,9 +193,10 @@ def lint(path: str, text: str | None = None) -> tuple[SpecIR | None, list[Diagno
         doc = _validate(root, path, diags)
         if doc is not None:
             try:
-                spec = check(doc, root, path, diags)
-            except RecursionError:
-                diags.error(Span.point(path, 1, 1), "E003", "an expression is nested too deeply")
+                with _frame_headroom():
+                    spec = check(doc, root, path, diags)
+            except RecursionError:  # pragma: no cover - MAX_NESTING keeps the checker well inside the headroom
+                diags.error(Span.point(path, 1, 1), "E003", "a rule body is nested too deeply to check")
     return (spec if not diags.has_errors else None), diags.sorted()
 
 
