@@ -236,15 +236,20 @@ class _ToAst:
     # statements
     def expr_stmt(self, meta: Any, c: list[Any]) -> ast.Stmt:
         if c[1] is None:
-            if not isinstance(c[0], ast.Call):
-                raise _AstError(self._s(meta), "this expression does nothing; only calls can stand alone")
-            return ast.ExprStmt(c[0], self._s(meta))
+            return ast.ExprStmt(c[0], self._s(meta))  # the checker says if it does nothing
         target = c[0]
         if not isinstance(target, (ast.Name, ast.Index, ast.Attr)):
             raise _AstError(target.span, "cannot assign to this expression")
         return ast.Assign(target, c[1], c[2], self._s(meta))
 
     def return_stmt(self, meta: Any, c: list[Any]) -> ast.Return:
+        if c[0] is None:
+            raise _AstError(
+                self._s(meta),
+                "`return` without a value: there is no early exit; only a function returns, with `return VALUE` as "
+                "its last statement",
+                "E056",
+            )
         return ast.Return(c[0], self._s(meta))
 
     def if_stmt(self, meta: Any, c: list[Any]) -> ast.If:
@@ -321,3 +326,25 @@ def parse_body(snip: Snippet, diags: Diagnostics) -> tuple[ast.Stmt, ...] | None
 def parse_expr(snip: Snippet, diags: Diagnostics) -> ast.Expr | None:
     """Parse one expression; None (with a diagnostic) on a syntax error."""
     return _parse(snip, "expr_only", diags)  # type: ignore[no-any-return]
+
+
+def has_return_line(text: str) -> bool:
+    """Does a function body use statements (a `return` line) rather than being one expression?"""
+    return any(line.split("#", 1)[0].strip().startswith("return") for line in text.splitlines())
+
+
+def parse_function_body(snip: Snippet, diags: Diagnostics) -> ast.Expr | tuple[ast.Stmt, ...] | None:
+    """A function body: one expression, or statements (that should end with `return VALUE`)."""
+    if has_return_line(snip.text):
+        return parse_body(snip, diags)
+    as_expr, as_body = Diagnostics(), Diagnostics()
+    x = parse_expr(snip, as_expr)
+    if x is not None:
+        return x
+    stmts = parse_body(snip, as_body)
+    if stmts is not None:
+        return stmts  # statements without `return`: the checker says so
+    # neither: report the reading that got further into the text
+    e, b = as_expr.items[0], as_body.items[0]
+    diags.items.append(b if (b.span.line, b.span.col) > (e.span.line, e.span.col) else e)
+    return None

@@ -24,7 +24,7 @@ from envc.check.tables import DataError, flatten, read_data_file, show
 from envc.diagnostics import Diagnostics, Span, did_you_mean
 from envc.ir import BOOL, F32, I32, DType, Ty
 from envc.load import YNode, YScalar, key_span, node_at
-from envc.parse import Snippet, parse_body, parse_expr
+from envc.parse import Snippet, parse_body, parse_expr, parse_function_body
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SIZE = 1 << 20  # one dimension
@@ -540,6 +540,11 @@ class Checker:
             return ir.Lit(value=float(value), ty=F32, span=span)
         snip = self.snippet(keys)
         tree = parse_expr(snip, self.diags) if snip is not None else None
+        return self.typed_expr(tree, ctx, locals_, want, span)
+
+    def typed_expr(
+        self, tree: ast.Expr | None, ctx: Context, locals_: dict[str, LocalVar], want: Ty, span: Span
+    ) -> ir.Expr:
         placeholder = ir.Lit(value=False if want.dtype is DType.BOOL else 0.0, ty=want, span=span)
         if tree is None:
             return placeholder
@@ -561,7 +566,7 @@ class Checker:
     def check_callables(self) -> list[ir.CallableInfo]:
         out = []
         for section in ("functions", "procedures"):
-            for name, c in getattr(self.doc, section).items():
+            for name in getattr(self.doc, section):
                 sym = self.symbols.get(name)
                 if not isinstance(sym, CallableSym):
                     continue
@@ -574,15 +579,10 @@ class Checker:
                     caller=name,
                 )
                 body: tuple[ir.Stmt, ...]
-                if sym.returns is not None and not _has_return_statement(c.body):
-                    x = self.expr_at(keys, c.body, ctx, locals_, sym.returns)
-                    body = (ir.ReturnS(value=x, span=x.span),)
-                    rnd = False
-                else:
-                    before = len(self.diags.items)
+                if sym.returns is None:
                     body, rnd = self.body_at(keys, ctx, locals_)
-                    if sym.returns is not None and len(self.diags.items) == before:
-                        self.check_returns(body, keys)
+                else:
+                    body, rnd = self.function_body(keys, ctx, locals_, sym.returns)
                 if rnd:
                     self.env.random_callables.add(name)
                 out.append(
@@ -591,6 +591,31 @@ class Checker:
                     )
                 )
         return out
+
+    def function_body(
+        self, keys: Path, ctx: Context, locals_: dict[str, LocalVar], returns: Ty
+    ) -> tuple[tuple[ir.Stmt, ...], bool]:
+        """A function's body: one expression, or statements ending with `return VALUE`."""
+        snip = self.snippet(keys)
+        tree = parse_function_body(snip, self.diags) if snip is not None else None
+        if tree is None:
+            return (), False
+        if not isinstance(tree, tuple):
+            x = self.typed_expr(tree, ctx, locals_, returns, self.at(*keys))
+            return (ir.ReturnS(value=x, span=x.span),), False
+        stmts = tree
+        last = stmts[-1] if stmts else None
+        bare = isinstance(last, ast.ExprStmt) and not isinstance(last.expr, ast.Call)
+        if bare:
+            msg = "a function body must end with `return VALUE`; its last line is a value without `return`"
+            self.diags.error(self.at(*keys), "E056", msg)
+            stmts = stmts[:-1]  # the rest is still checked
+        before = len(self.diags.items)
+        bc = BodyChecker(self.env, ctx, locals_)
+        body = bc.block(stmts)
+        if not bare and len(self.diags.items) == before:
+            self.check_returns(body, keys)
+        return body, bc.uses_random
 
     def check_returns(self, body: tuple[ir.Stmt, ...], keys: Path) -> None:
         def nested(stmts: tuple[ir.Stmt, ...]) -> ir.Stmt | None:
@@ -857,11 +882,6 @@ class Checker:
             ),
             illegal_action_penalty=doc.illegal_action_penalty,
         )
-
-
-def _has_return_statement(text: str) -> bool:
-    """Does a function body use statements (a `return` line) rather than being one expression?"""
-    return any(line.split("#", 1)[0].strip().startswith("return") for line in text.splitlines())
 
 
 def _mark_loops(stmts: tuple[ir.Stmt, ...], rand: set[str]) -> tuple[ir.Stmt, ...]:

@@ -823,7 +823,8 @@ class BodyChecker:
             raise self.err(span, "E054", f"{what}(...) changes state, which is not allowed in {self.ctx.where}")
 
     def call_stmt(self, e: ast.Expr, span: Span) -> list[ir.Stmt]:
-        assert isinstance(e, ast.Call)
+        if not isinstance(e, ast.Call):
+            raise self.err(span, "E020", "this expression does nothing; only calls can stand alone")
         f = e.func
         sym = self.env.symbols.get(f)
         if isinstance(sym, CallableSym):
