@@ -37,7 +37,7 @@ class YScalar(YNode):
     style: str | None = None
     text: str = ""
     indent: int = 0
-    source: str | None = None  # the lines as written, for folded and multi-line plain scalars
+    source: str | None = None  # the text as written, for folded, multi-line plain and changed quoted scalars
 
 
 @dataclass
@@ -324,6 +324,12 @@ def _convert(
             body[-1] = body[-1][: e.column]
             body[0] = body[0][s.column :]
             source = "\n".join(body)
+        elif node.style in ("'", '"'):  # the text between the quotes, when escapes or folding changed it
+            body = lines[s.line : e.line + 1]
+            body[-1] = body[-1][: max(e.column - 1, 0)]
+            body[0] = body[0][s.column + 1 :]
+            raw = "\n".join(body)
+            source = raw if raw != node.value else None
         return YScalar(span, _scalar_value(node), node.style, node.value, indent, source)
     if isinstance(node, yaml.SequenceNode):
         return YSeq(span, [_convert(n, path, lines, diags, depth + 1, counter, seen) for n in node.value])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,7 @@ class Snippet:
     indent: int  # file column offset of later lines (block scalars)
     block: bool
     shift: int = 0  # columns added in front of line 1 (the parenthesis around a multi-line expression)
+    where: tuple[tuple[int, int], ...] | None = None  # quoted scalars: file (line, col) of each char, then the end
 
     @staticmethod
     def of(node: YScalar) -> Snippet:
@@ -83,17 +84,33 @@ class Snippet:
         text = node.value if isinstance(node.value, str) else node.text
         if node.style == ">" and node.source is not None:
             return Snippet(node.source, node.span.path, node.span.line + 1, node.indent + 1, node.indent, True)
-        if node.source is not None:  # multi-line plain scalar: keep the lines as written
+        if node.style in ("'", '"') and node.source is not None:
+            where = quoted_positions(node.source, node.style, node.span.line, node.span.col + 1)
+            if where is not None and where[1] == text:
+                return Snippet(text, node.span.path, node.span.line, node.span.col + 1, 0, False, where=where[0])
+        elif node.source is not None:  # multi-line plain scalar: keep the lines as written
             return Snippet(node.source, node.span.path, node.span.line, node.span.col, 0, False)
         if node.style in ("|", ">"):
             return Snippet(text, node.span.path, node.span.line + 1, node.indent + 1, node.indent, True)
         quote = 1 if node.style in ("'", '"') else 0
         return Snippet(text, node.span.path, node.span.line, node.span.col + quote, node.span.col - 1, False)
 
+    @cached_property
+    def _line_starts(self) -> list[int]:
+        starts = [0]
+        for i, ch in enumerate(self.text):
+            if ch == "\n":
+                starts.append(i + 1)
+        return starts
+
     def pos(self, line: int, col: int) -> tuple[int, int]:
         """File (line, col) of a snippet (line, col)."""
         if line == 1:
             col -= self.shift
+        if self.where is not None:
+            starts = self._line_starts
+            offset = starts[min(max(line, 1), len(starts)) - 1] + max(col, 1) - 1
+            return self.where[min(offset, len(self.where) - 1)]
         if self.block:
             return self.line + line - 1, self.indent + col
         if line == 1:
@@ -107,6 +124,91 @@ class Snippet:
         if b < a:
             b = (a[0], a[1] + 1)
         return Span(self.path, a[0], a[1], b[0], b[1])
+
+
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+_ESCAPES = {
+    "0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r",
+    "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0", "L": "\u2028",
+    "P": "\u2029",
+}  # fmt: skip
+
+
+def quoted_positions(raw: str, style: str, line: int, col: int) -> tuple[tuple[tuple[int, int], ...], str] | None:
+    """Undo YAML quoting of `raw` (the text between the quotes, starting at file line:col) the way YAML does,
+    keeping the file position of every resulting character: escapes (double quotes), '' (single quotes) and the
+    folding of line breaks. Returns (positions, value), or None for text this scanner does not understand."""
+    where: list[tuple[int, int]] = []
+    out: list[str] = []
+    at: list[tuple[int, int]] = []  # file position of each raw character
+    chars: list[str] = []
+    ln, cl = line, col
+    for k, ch in enumerate(raw):
+        if not (ch == "\r" and raw[k + 1 : k + 2] == "\n"):  # a CRLF line break is one break
+            chars.append(ch)
+            at.append((ln, cl))
+        ln, cl = (ln + 1, 1) if ch == "\n" else (ln, cl + 1)
+    at.append((ln, cl))
+    raw = "".join(chars)
+    i, n = 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if style == '"' and ch == "\\":
+            if i + 1 >= n:
+                return None
+            nxt = raw[i + 1]
+            if nxt == "\n":  # an escaped line break joins the lines without a space
+                i += 2
+                while i < n and raw[i] in " \t":
+                    i += 1
+                continue
+            width = _HEX_ESCAPES.get(nxt, 0)
+            if width:
+                try:
+                    out.append(chr(int(raw[i + 2 : i + 2 + width], 16)))
+                except ValueError:
+                    return None
+            elif nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+            else:
+                return None
+            where.append(at[i])
+            i += 2 + width
+            continue
+        if style == "'" and ch == "'" and raw[i + 1 : i + 2] == "'":
+            out.append("'")
+            where.append(at[i])
+            i += 2
+            continue
+        if ch in " \t\n":
+            j = i
+            while j < n and raw[j] in " \t":
+                j += 1
+            if j < n and raw[j] == "\n":  # trailing white space is dropped, line breaks are folded
+                first = j
+                breaks = 0
+                while j < n and raw[j] == "\n":
+                    breaks += 1
+                    j += 1
+                    while j < n and raw[j] in " \t":
+                        j += 1
+                if breaks == 1:
+                    out.append(" ")
+                    where.append(at[first])
+                else:
+                    out.extend("\n" * (breaks - 1))
+                    where.extend([at[first]] * (breaks - 1))
+                i = j
+                continue
+            out.extend(raw[i:j])
+            where.extend(at[i:j])
+            i = j
+            continue
+        out.append(ch)
+        where.append(at[i])
+        i += 1
+    where.append(at[n])
+    return tuple(where), "".join(out)
 
 
 _BINOPS = {"or_": "or", "and_": "and", "bit_or": "|", "bit_xor": "^", "bit_and": "&"}

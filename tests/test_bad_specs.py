@@ -241,25 +241,40 @@ def test_single_quoted_expression_position(tmp_path: Path) -> None:
     assert (d.code, d.span.line, d.span.col) == ("E020", 8, 34)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="columns inside a double-quoted scalar are counted in the unescaped value, so "
-    'every escape sequence (\\t, \\", \\n) before the error shifts the column left',
-)
 def test_position_after_escape_in_double_quoted_expression(tmp_path: Path) -> None:
+    """Columns count the characters as written: an escape sequence (\\t, \\", \\n) is two or more of them."""
     d = _first_error(BASE.replace("LEGAL", '"board[cell] == 0 \\t and ] cell < 9"'), tmp_path)
     assert (d.code, d.span.line, d.span.col) == ("E020", 8, 37)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a double-quoted scalar continued on the next line is folded into one line, so "
-    "positions of tokens on the continuation line are reported on the first line",
-)
 def test_position_in_multiline_double_quoted_expression(tmp_path: Path) -> None:
+    """A double-quoted scalar continued on the next line is folded into one line by YAML; positions of tokens on
+    the continuation line are still reported on that line."""
     text = BASE.replace("LEGAL", '"board[cell] == 0 and\n      cell < 9 ]"')
     d = _first_error(text, tmp_path)
     assert (d.code, d.span.line, d.span.col) == ("E020", 9, 16)
+
+
+QUOTED = {
+    "hex-escape": ("LEGAL", '"board[cell] == \\x30 and ] cell < 9"'),
+    "escaped-line-break": ("LEGAL", '"board[cell] == 0 and \\\n      cell < 9 ]"'),
+    "single-quoted-two-lines": ("LEGAL", "'board[cell] == 0 and\n      cell < 9 ]'"),
+    "single-quote-escape": ("LEGAL", "'board[cell] == 0 and '' ]'"),
+    "blank-line-in-double-quotes": ("LEGAL", '"board[cell] == 0 and\n\n      cell < 9 ]"'),
+    "newline-escape-in-effect": ('effect: "board[cell] = 1"', 'effect: "board[cell] = 1\\nboard[cell] = ]"'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUOTED))
+def test_positions_inside_quoted_scalars(case: str, tmp_path: Path) -> None:
+    """The first error is where its character is in the file, whatever YAML's quoting did to the text."""
+    old, new = QUOTED[case]
+    text = BASE.replace(old, new).replace("LEGAL", "true")
+    start = text.index(new)
+    at = start + (new.index("''") if case == "single-quote-escape" else new.rindex("]"))
+    line, col = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+    d = _first_error(text, tmp_path)
+    assert (d.code, d.span.line, d.span.col) == ("E020", line, col), d.format()
 
 
 def _declared_names(path: Path) -> set[str]:
