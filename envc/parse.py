@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -229,8 +230,10 @@ Handler = Callable[[Any, list[Any]], Any]
 class _ToAst:
     """Parse tree -> AST, bottom-up with an explicit stack (no recursion, so any depth is safe to walk)."""
 
-    def __init__(self, snip: Snippet):
+    def __init__(self, snip: Snippet, text: str):
         self.snip = snip
+        self.text = text  # as parsed
+        self.starts = [0, *(i + 1 for i, ch in enumerate(text) if ch == "\n")]
         self.handlers: dict[str, Handler] = {
             "int_lit": self.int_lit,
             "float_lit": lambda m, c: ast.Num(float(c[0]), self._s(m)),
@@ -272,7 +275,15 @@ class _ToAst:
     def _s(self, meta: Any) -> Span:
         if getattr(meta, "empty", True):
             return self.snip.span(1, 1, 1, 2)
-        return self.snip.span(meta.line, meta.column, meta.end_line, meta.end_column)
+        end_line, end_col = meta.end_line, meta.end_column
+        end = self.starts[end_line - 1] + end_col - 1
+        if self.text[end - 1 : end].isspace():  # a statement ends with its line break: end at its last character
+            start = self.starts[meta.line - 1] + meta.column - 1
+            while end > start + 1 and self.text[end - 1].isspace():
+                end -= 1
+            end_line = bisect_right(self.starts, end - 1)
+            end_col = end - self.starts[end_line - 1] + 1
+        return self.snip.span(meta.line, meta.column, end_line, end_col)
 
     def transform(self, tree: Tree[Token]) -> Any:
         """The AST of a whole parse tree; _AstError (E003) where it nests deeper than MAX_NESTING."""
@@ -393,15 +404,17 @@ def _parse(snip: Snippet, start: str, diags: Diagnostics) -> Any:
     try:
         with _PARSE_LOCK:
             tree = parser().parse(text, start=start)
-        return _ToAst(snip).transform(tree)
+        return _ToAst(snip, text).transform(tree)
     except UnexpectedInput as e:
         line = getattr(e, "line", 1)
         col = getattr(e, "column", 1)
         if line is None or line < 1:
             line, col = max(1, text.count("\n")), 1
-        if isinstance(e, UnexpectedToken) and e.token.type in ("$END", "_DEDENT"):
-            lines = text.rstrip("\n").split("\n")
-            line, col = len(lines), len(lines[-1]) + 1
+        if isinstance(e, (UnexpectedToken, UnexpectedEOF)) and (
+            isinstance(e, UnexpectedEOF) or e.token.type == "$END"
+        ):  # just after the last character of the snippet (not of the parenthesis added around it)
+            lines = snip.text.rstrip().split("\n")
+            line, col = len(lines), len(lines[-1]) + 1 + (snip.shift if len(lines) == 1 else 0)
         fl, fc = snip.pos(line, max(col, 1))
         diags.error(Span.point(snip.path, fl, fc), "E020", _describe(e))
     except _Dedent as e:
