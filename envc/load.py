@@ -167,9 +167,7 @@ def load_yaml(path: str, diags: Diagnostics, text: str | None = None) -> tuple[Y
     return tree, text
 
 
-def compose_text(
-    path: str, text: str, diags: Diagnostics, max_nodes: int = MAX_NODES
-) -> tuple[YNode | None, bool]:
+def compose_text(path: str, text: str, diags: Diagnostics, max_nodes: int = MAX_NODES) -> tuple[YNode | None, bool]:
     """Compose YAML text (a spec or a data file) into nodes with positions; (None, False) after a diagnostic,
     (None, True) for an empty document."""
     here = Span.point(path, 1, 1)
@@ -209,8 +207,9 @@ def compose_text(
 
 
 # Characters YAML does not allow in a stream (YAML 1.1, 5.1): C0 controls other than tab and line breaks, DEL,
-# C1 controls other than NEL, surrogates and U+FFFE/U+FFFF. libyaml rejects them without a position.
-_BAD_CHAR = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# C1 controls, surrogates and U+FFFE/U+FFFF (libyaml rejects them without a position); and the line breaks of
+# YAML 1.1 that editors and our positions do not count as line breaks: NEL, U+2028, U+2029, a CR without LF.
+_BAD_CHAR = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|\r(?!\n)")
 
 
 def _char_span(path: str, text: str, offset: int) -> Span:
@@ -222,6 +221,10 @@ def _char_span(path: str, text: str, offset: int) -> Span:
 
 
 def _bad_char_message(ch: str) -> str:
+    if ch == "\r":
+        return "a carriage return without a line feed is a line break to YAML but not to editors; use \\n line ends"
+    if ch in "\x85\u2028\u2029":
+        return f"U+{ord(ch):04X} is a line break to YAML but not to editors; replace it with a normal line break"
     name = f"U+{ord(ch):04X}" if len(ch) == 1 else repr(ch)
     kind = "control character" if len(ch) == 1 and (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0) else "character"
     return (

@@ -186,6 +186,17 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     assert (d.span.line, d.span.col) == (1, 10)
 
 
+def test_crlf_line_endings(tmp_path: Path) -> None:
+    """Windows line ends: a clean spec stays clean, and an error in a rule body is located as in the LF file."""
+    path = tmp_path / "cartpole.yaml"
+    path.write_bytes(TEXTS[CARTPOLE].replace("\n", "\r\n").encode())
+    ir, diags = envc.lint(str(path))
+    assert ir is not None and not diags
+    path.write_bytes(TEXTS[CARTPOLE].replace(OBS3, "    obs[3] = theta_dot +* 2").replace("\n", "\r\n").encode())
+    d = _one(_lint_file(tmp_path, path.read_bytes(), "cartpole.yaml"), "E020")
+    assert (d.span.line, d.span.col) == (OBS3_LINE, len("    obs[3] = theta_dot +") + 1)
+
+
 def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
     path = tmp_path / "cartpole.yaml"
     path.write_bytes(b"\xef\xbb\xbf" + TEXTS[CARTPOLE].encode())
