@@ -131,17 +131,23 @@ class _TooBig(Exception):
     pass
 
 
+def read_at_most(path: str | Path, limit: int) -> bytes:
+    """The first `limit` bytes of a file (OSError if it cannot be read)."""
+    with open(path, "rb") as f:
+        return f.read(limit)
+
+
 def load_yaml(path: str, diags: Diagnostics, text: str | None = None) -> tuple[YNode | None, str]:
     """Read and compose `path`; on failure record one clear diagnostic and return None."""
     here = Span.point(path, 1, 1)
     if text is None:
         try:
-            raw = Path(path).read_bytes()
+            raw = read_at_most(path, MAX_BYTES + 1)  # a bounded read: /dev/zero or a pipe cannot hang us
         except OSError as e:
             diags.error(here, "E001", f"cannot read spec: {e.strerror or e}")
             return None, ""
         if len(raw) > MAX_BYTES:
-            diags.error(here, "E001", f"spec is {len(raw)} bytes; the limit is {MAX_BYTES}")
+            diags.error(here, "E001", f"spec is larger than {MAX_BYTES} bytes (the limit)")
             return None, ""
         if b"\x00" in raw:
             diags.error(here, "E001", "spec looks like a binary file (it contains NUL bytes)")

@@ -12,7 +12,7 @@ from typing import Union
 
 from envc.diagnostics import Diagnostics, Span
 from envc.ir import DType, Ty
-from envc.load import YSeq, compose_text, to_python
+from envc.load import YSeq, compose_text, read_at_most, to_python
 
 Value = Union[bool, int, float]
 MAX_DATA_BYTES = 8 * 1024 * 1024
@@ -46,7 +46,7 @@ def read_data_file(spec_path: str, rel: str, span: Span, diags: Diagnostics) -> 
         diags.error(span, "E014", f"data file '{rel}' is outside the spec's folder")
         return None
     try:
-        raw = target.read_bytes()
+        raw = read_at_most(target, MAX_DATA_BYTES + 1)
     except OSError as e:
         diags.error(span, "E014", f"cannot read data file '{rel}': {e.strerror or e}")
         return None
