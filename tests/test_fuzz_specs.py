@@ -223,6 +223,14 @@ def test_five_megabyte_file(tmp_path: Path) -> None:
     _one(_lint_file(tmp_path, data), "E001")
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_endless_file() -> None:
+    """The size limit holds while reading: /dev/zero used to be read until memory ran out."""
+    ir, diags = envc.lint("/dev/zero")
+    assert ir is None
+    _one(_errors(diags), "E001")
+
+
 def test_five_megabyte_text() -> None:
     text = TEXTS[CARTPOLE] + "#" * (5 * 1024 * 1024)
     ir, diags = envc.lint(CARTPOLE, text=text)
