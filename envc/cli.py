@@ -230,5 +230,31 @@ def bench(
     Console().print(table)
 
 
+@app.command()
+def schema(
+    out: Annotated[str | None, typer.Option("-o", "--out", help="Write the schema to this file")] = None,
+) -> None:
+    """Print (or write) the JSON Schema of spec files, for YAML editors."""
+    from envc.schema import render, write
+
+    if out is None:
+        sys.stdout.write(render())
+        return
+    try:
+        write(out)
+    except OSError as e:
+        err.print(f"[red]error:[/red] cannot write {out}: {e.strerror or e}")
+        raise typer.Exit(2) from None
+    err.print(f"[green]wrote {out}[/green]")
+
+
+@app.command()
+def lsp() -> None:
+    """Run the envc language server over stdio (diagnostics, hover, completion, go-to-definition)."""
+    from envc.lsp import main
+
+    main()
+
+
 if __name__ == "__main__":
     app()
