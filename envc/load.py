@@ -121,10 +121,15 @@ def _scalar_value(node: yaml.ScalarNode) -> object:
     if tag in _SCALAR_TAGS:
         return _SCALAR_TAGS[tag](text)
     if tag == "tag:yaml.org,2002:int":
-        return int(yaml.SafeLoader("").construct_yaml_int(node))  # type: ignore[no-untyped-call]
+        if text.isdigit() and (text[0] != "0" or len(text) == 1):  # the common case (0-prefixed is octal in YAML 1.1)
+            return int(text)
+        return int(_CONSTRUCTOR.construct_yaml_int(node))  # type: ignore[no-untyped-call]
     if tag == "tag:yaml.org,2002:float":
-        return float(yaml.SafeLoader("").construct_yaml_float(node))  # type: ignore[no-untyped-call]
+        return float(_CONSTRUCTOR.construct_yaml_float(node))  # type: ignore[no-untyped-call]
     return text
+
+
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()  # stateless for scalars; one for all (making one per value was slow)
 
 
 class _TooBig(Exception):

@@ -395,35 +395,66 @@ def _describe(e: UnexpectedInput) -> str:
     return "syntax error"
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """A syntax error, in the coordinates of the parsed text."""
+
+    line: int
+    col: int
+    message: str
+    at_end: bool  # the text ended too soon
+
+
+@lru_cache(maxsize=2048)
+def _lark_parse(text: str, start: str) -> Tree[Token] | _Failure:
+    """The parse tree of a text, or where it fails. Cached: a linter in an editor re-checks the whole spec on every
+    keystroke, and all rule bodies but the one being edited are unchanged (parsing is most of the time of a lint).
+    The trees are never modified."""
+    try:
+        with _PARSE_LOCK:
+            return parser().parse(text, start=start)
+    except UnexpectedInput as e:
+        line = getattr(e, "line", 1)
+        col = getattr(e, "column", 1)
+        if line is None or line < 1:
+            line, col = max(1, text.count("\n")), 1
+        at_end = isinstance(e, UnexpectedEOF) or (isinstance(e, UnexpectedToken) and e.token.type == "$END")
+        return _Failure(line, max(col or 1, 1), _describe(e), at_end)
+    except _Dedent as e:
+        return _Failure(e.line, e.col, "inconsistent indentation: this line is dedented to no enclosing block", False)
+
+
 def _parse(snip: Snippet, start: str, diags: Diagnostics) -> Any:
+    value, errors = _parse_at(snip, start)
+    for span, code, message in errors:
+        diags.error(span, code, message)
+    return value
+
+
+@lru_cache(maxsize=2048)
+def _parse_at(snip: Snippet, start: str) -> tuple[Any, tuple[tuple[Span, str, str], ...]]:
+    """The AST of a snippet at its place in the file (ASTs are immutable), with its diagnostics."""
+    scratch = Diagnostics()
+    return _parse_now(snip, start, scratch), tuple((d.span, d.code, d.message) for d in scratch.items)
+
+
+def _parse_now(snip: Snippet, start: str, diags: Diagnostics) -> Any:
     text = snip.text if snip.text.endswith("\n") else snip.text + "\n"
     if start == "expr_only" and "\n" in text.strip():
         # a multi-line expression: parenthesized, so line breaks and indentation inside it are ignored
         text = "(" + text.rstrip() + ")\n"
         snip = replace(snip, shift=1)
     try:
-        with _PARSE_LOCK:
-            tree = parser().parse(text, start=start)
+        tree = _lark_parse(text, start)
+        if isinstance(tree, _Failure):
+            line, col = tree.line, tree.col
+            if tree.at_end:  # just after the last character of the snippet (not of the parenthesis around it)
+                lines = snip.text.rstrip().split("\n")
+                line, col = len(lines), len(lines[-1]) + 1 + (snip.shift if len(lines) == 1 else 0)
+            fl, fc = snip.pos(line, col)
+            diags.error(Span.point(snip.path, fl, fc), "E020", tree.message)
+            return None
         return _ToAst(snip, text).transform(tree)
-    except UnexpectedInput as e:
-        line = getattr(e, "line", 1)
-        col = getattr(e, "column", 1)
-        if line is None or line < 1:
-            line, col = max(1, text.count("\n")), 1
-        if isinstance(e, (UnexpectedToken, UnexpectedEOF)) and (
-            isinstance(e, UnexpectedEOF) or e.token.type == "$END"
-        ):  # just after the last character of the snippet (not of the parenthesis added around it)
-            lines = snip.text.rstrip().split("\n")
-            line, col = len(lines), len(lines[-1]) + 1 + (snip.shift if len(lines) == 1 else 0)
-        fl, fc = snip.pos(line, max(col, 1))
-        diags.error(Span.point(snip.path, fl, fc), "E020", _describe(e))
-    except _Dedent as e:
-        fl, fc = snip.pos(e.line, e.col)
-        diags.error(
-            Span.point(snip.path, fl, fc),
-            "E020",
-            "inconsistent indentation: this line is dedented to no enclosing block",
-        )
     except _AstError as e:
         diags.error(e.span, e.code, e.message)
     except Exception as e:  # a bug here must still come out as a located diagnostic, not a traceback

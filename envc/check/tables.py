@@ -7,6 +7,7 @@ import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Union
 
@@ -129,6 +130,11 @@ def _a(word: str) -> str:
     return f"an {word}" if word[0] in "aefiou" else f"a {word}"
 
 
+@cache
+def _int_range(dtype: DType) -> tuple[int, int]:
+    return dtype.int_range
+
+
 def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, ...] | None], span: Span) -> Value:
     """Convert one raw cell (YAML value or CSV text) to a value of scalar type `ty`."""
     if ty.enum is not None:
@@ -160,7 +166,7 @@ def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, .
         if not raw.is_integer():
             raise DataError(span, f"{show(raw)} is not an integer")
         raw = int(raw)
-    lo, hi = ty.dtype.int_range
+    lo, hi = _int_range(ty.dtype)
     if not lo <= raw <= hi:
         raise DataError(span, f"{raw} does not fit in {ty.dtype.value} ({lo}..{hi})")
     return raw
