@@ -178,8 +178,9 @@ EXAMPLES: dict[str, list[Any]] = {
     "truncated": ["step_count >= max_steps", False],
     "observation": [{"fields": {"board": {"type": "i8", "shape": [9]}}, "body": "board[0] = 1"}],
     "invariants": [{"count_in_range": "hand[0].count <= 10"}],
-    "functions": [{"opponent": {"params": {"m": "Mark"}, "returns": "Mark", "body": "if m == Mark.x then Mark.o "
-                                "else Mark.x"}}],
+    "functions": [
+        {"opponent": {"params": {"m": "Mark"}, "returns": "Mark", "body": "if m == Mark.x then Mark.o else Mark.x"}}
+    ],
     "procedures": [{"draw": {"params": {"pl": "i32"}, "body": "push(hand[pl], pop(deck[pl]))"}}],
     "illegal_action_penalty": [-1.0],
 }
@@ -190,7 +191,9 @@ def models() -> dict[str, type[BaseModel]]:
     return {
         name: obj
         for name, obj in vars(d).items()
-        if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == d.__name__
+        if isinstance(obj, type)
+        and issubclass(obj, BaseModel)
+        and obj.__module__ == d.__name__
         and not name.startswith("_")
     }
 

@@ -18,9 +18,7 @@ from envc.schema import DESCRIPTIONS, EXAMPLES, models, spec_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "docs" / "envc.schema.json"
-SHIPPED = sorted(
-    [*ROOT.glob("specs/*.yaml"), *ROOT.glob("tests/specs/*.yaml"), *ROOT.glob("docs/examples/*.yaml")]
-)
+SHIPPED = sorted([*ROOT.glob("specs/*.yaml"), *ROOT.glob("tests/specs/*.yaml"), *ROOT.glob("docs/examples/*.yaml")])
 
 
 def _doc(path: Path) -> Any:

@@ -1,0 +1,324 @@
+"""`envc lsp`: a pygls language server over stdio for envc spec files.
+
+Diagnostics are exactly `envc lint`'s, published on open, change and save. Checks run on one worker thread, one
+at a time per document: an edit that arrives while a check runs marks the document dirty, and the check is run
+once more on the newest text when the first one ends (edits are coalesced, never queued up). Hover, completion
+and go-to-definition answer at once from the document's outline (its YAML tree and declarations), rebuilt from
+the newest text when needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+import envc
+from envc.diagnostics import Diagnostic, Severity
+from envc.lsp import features
+from envc.lsp.features import Outline
+from envc.pipeline import lint
+
+log = logging.getLogger("envc.lsp")
+
+STALE_PUBLISH_S = 0.5  # while edits keep coming, still publish a result at least this often
+_KINDS = {
+    "variable": lsp.CompletionItemKind.Variable,
+    "field": lsp.CompletionItemKind.Field,
+    "enum": lsp.CompletionItemKind.Enum,
+    "member": lsp.CompletionItemKind.EnumMember,
+    "function": lsp.CompletionItemKind.Function,
+    "keyword": lsp.CompletionItemKind.Keyword,
+    "constant": lsp.CompletionItemKind.Constant,
+    "struct": lsp.CompletionItemKind.Struct,
+    "property": lsp.CompletionItemKind.Property,
+    "module": lsp.CompletionItemKind.Module,
+}
+
+
+@dataclass
+class Result:
+    """One check of one text: envc's diagnostics, or the internal error that stopped the check."""
+
+    text: str
+    diagnostics: list[Diagnostic]
+    outline: Outline
+    seconds: float
+    crash: str | None = None
+
+
+def check(path: str, text: str, previous: Outline | None = None) -> Result:
+    """Lint `text` as the spec at `path` and build its outline; never raises."""
+    t0 = time.perf_counter()
+    crash = None
+    try:
+        _, diags = lint(path, text)
+    except Exception as e:  # a bug in envc must not take the editor's server down
+        log.error("envc lint failed on %s:\n%s", path, traceback.format_exc())
+        diags, crash = [], f"{type(e).__name__}: {e}"
+    outline = Outline.of(path, text, previous)
+    return Result(text, diags, outline, time.perf_counter() - t0, crash)
+
+
+@dataclass
+class _Doc:
+    running: bool = False
+    dirty: bool = False
+    outline: Outline | None = None
+    others: set[str] = field(default_factory=set)  # other files (data files) we published diagnostics for
+    published_at: float = 0.0
+    last: Result | None = None
+
+
+def _units(s: str, encoding: str) -> int:
+    """Length of `s` in the client's position units."""
+    if encoding == lsp.PositionEncodingKind.Utf8:
+        return len(s.encode("utf-8"))
+    if encoding == lsp.PositionEncodingKind.Utf32:
+        return len(s)
+    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+
+
+def _chars(s: str, units: int, encoding: str) -> int:
+    """The character index in `s` of a client column."""
+    n = 0
+    for i, ch in enumerate(s):
+        if n >= units:
+            return i
+        n += _units(ch, encoding)
+    return len(s)
+
+
+class EnvcLanguageServer(LanguageServer):
+    """The envc language server: one outline and one lint loop per open document."""
+
+    def __init__(self) -> None:
+        super().__init__("envc", envc.__version__)
+        self.docs: dict[str, _Doc] = {}
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envc-lint")
+
+    # ---- positions ------------------------------------------------------
+    @property
+    def encoding(self) -> str:
+        return str(self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
+
+    def to_client(self, lines: list[str], line: int, col: int) -> lsp.Position:
+        """0-based line and character index -> an LSP position."""
+        line = max(0, line)
+        if line >= len(lines):
+            return lsp.Position(line=line, character=0)
+        text = lines[line]
+        return lsp.Position(line=line, character=_units(text[: max(0, col)], self.encoding))
+
+    def from_client(self, lines: list[str], pos: lsp.Position) -> tuple[int, int]:
+        """An LSP position -> 0-based line and character index."""
+        if pos.line >= len(lines):
+            return pos.line, 0
+        return pos.line, _chars(lines[pos.line], pos.character, self.encoding)
+
+    # ---- documents ----------------------------------------------------------
+    def path_of(self, uri: str) -> str:
+        """The file path envc reports and resolves data files against."""
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        return path or str(Path.cwd() / (uri.rsplit("/", 1)[-1] or "untitled.yaml"))
+
+    def outline(self, uri: str) -> Outline | None:
+        """The outline of the document's newest text."""
+        st = self.docs.get(uri)
+        if st is None:
+            return None
+        text = self.workspace.get_text_document(uri).source
+        if st.outline is None or st.outline.text != text:
+            st.outline = Outline.of(self.path_of(uri), text, st.outline)
+        return st.outline
+
+    def schedule(self, uri: str) -> None:
+        """Check the document soon: now if idle, else once more after the running check."""
+        st = self.docs.setdefault(uri, _Doc())
+        if st.running:
+            st.dirty = True
+            return
+        st.running = True
+        asyncio.get_running_loop().create_task(self._lint_loop(uri, st))
+
+    async def _lint_loop(self, uri: str, st: _Doc) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self.docs.get(uri) is st:
+                st.dirty = False
+                doc = self.workspace.get_text_document(uri)
+                text, version = doc.source, doc.version
+                result = await loop.run_in_executor(self.worker, check, self.path_of(uri), text, st.outline)
+                if self.docs.get(uri) is not st:
+                    return  # closed meanwhile
+                st.last = result
+                if result.text == self.workspace.get_text_document(uri).source:
+                    st.outline = result.outline
+                if not st.dirty or time.monotonic() - st.published_at > STALE_PUBLISH_S:
+                    self.publish(uri, st, result, version)
+                if not st.dirty:
+                    return
+        except Exception:
+            log.error("envc lsp: checking %s failed:\n%s", uri, traceback.format_exc())
+        finally:
+            st.running = False
+
+    def publish(self, uri: str, st: _Doc, result: Result, version: int | None) -> None:
+        """Send the diagnostics of one check: the spec's own, and those located in its data files."""
+        path = self.path_of(uri)
+        lines = result.text.split("\n")
+        by_file: dict[str, list[lsp.Diagnostic]] = {uri: []}
+        for d in result.diagnostics:
+            same = d.span.path == path
+            target = uri if same else (from_fs_path(str(Path(d.span.path).resolve())) or d.span.path)
+            file_lines = lines if same else _read_lines(d.span.path)
+            by_file.setdefault(target, []).append(self.convert(d, file_lines))
+        if result.crash is not None:
+            by_file[uri].append(
+                lsp.Diagnostic(
+                    range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=1)),
+                    message=f"envc could not check this file (internal error, see the server log): {result.crash}",
+                    severity=lsp.DiagnosticSeverity.Error,
+                    source="envc",
+                )
+            )
+        for other in st.others - set(by_file):
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=other, diagnostics=[]))
+        st.others = set(by_file) - {uri}
+        for target, diags in by_file.items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=target, diagnostics=diags, version=version if target == uri else None)
+            )
+        st.published_at = time.monotonic()
+
+    def convert(self, d: Diagnostic, lines: list[str]) -> lsp.Diagnostic:
+        """An envc diagnostic (1-based, end-exclusive, in characters) as an LSP one."""
+        s = d.span
+        start = self.to_client(lines, s.line - 1, s.col - 1)
+        end = self.to_client(lines, s.end_line - 1, s.end_col - 1)
+        if (end.line, end.character) < (start.line, start.character):
+            end = start
+        return lsp.Diagnostic(
+            range=lsp.Range(start=start, end=end),
+            message=d.message,
+            severity=lsp.DiagnosticSeverity.Error if d.severity is Severity.ERROR else lsp.DiagnosticSeverity.Warning,
+            code=d.code,
+            source="envc",
+        )
+
+    def close(self, uri: str) -> None:
+        """Forget a closed document and clear what was published for it."""
+        st = self.docs.pop(uri, None)
+        for target in {uri} | (st.others if st else set()):
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=target, diagnostics=[]))
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return []
+
+
+def build_server() -> EnvcLanguageServer:
+    """The server with its features registered."""
+    server = EnvcLanguageServer()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: EnvcLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.docs.pop(params.text_document.uri, None)
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: EnvcLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: EnvcLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)  # data files beside the spec may have changed
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: EnvcLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.close(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(ls: EnvcLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        try:
+            o = ls.outline(params.text_document.uri)
+            if o is None:
+                return None
+            line, col = ls.from_client(o.lines, params.position)
+            found = features.hover(o, line, col)
+            if found is None:
+                return None
+            text, (ln, c0, c1) = found
+            rng = lsp.Range(start=ls.to_client(o.lines, ln, c0), end=ls.to_client(o.lines, ln, c1))
+            return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text), range=rng)
+        except Exception:
+            log.error("envc lsp: hover failed:\n%s", traceback.format_exc())
+            return None
+
+    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["."]))
+    def completion(ls: EnvcLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
+        try:
+            o = ls.outline(params.text_document.uri)
+            if o is None:
+                return None
+            line, col = ls.from_client(o.lines, params.position)
+            items = [
+                lsp.CompletionItem(
+                    label=i.label,
+                    kind=_KINDS.get(i.kind, lsp.CompletionItemKind.Text),
+                    detail=i.detail or None,
+                    documentation=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=i.doc) if i.doc else None,
+                )
+                for i in features.complete(o, line, col)
+            ]
+            return lsp.CompletionList(is_incomplete=False, items=items)
+        except Exception:
+            log.error("envc lsp: completion failed:\n%s", traceback.format_exc())
+            return None
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def definition(ls: EnvcLanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
+        try:
+            o = ls.outline(params.text_document.uri)
+            if o is None:
+                return None
+            line, col = ls.from_client(o.lines, params.position)
+            target = features.definition(o, line, col)
+            if target is None:
+                return None
+            if target.file is not None:
+                zero = lsp.Position(line=0, character=0)
+                uri = from_fs_path(target.file) or target.file
+                return lsp.Location(uri=uri, range=lsp.Range(start=zero, end=zero))
+            assert target.span is not None
+            s = target.span
+            start = ls.to_client(o.lines, s.line - 1, s.col - 1)
+            rng = lsp.Range(start=start, end=ls.to_client(o.lines, s.end_line - 1, s.end_col - 1))
+            return lsp.Location(uri=params.text_document.uri, range=rng)
+        except Exception:
+            log.error("envc lsp: definition failed:\n%s", traceback.format_exc())
+            return None
+
+    return server
+
+
+def main() -> None:
+    """Serve over stdio until the client exits."""
+    from envc.lsp import parse_cache
+
+    logging.basicConfig(level=logging.WARNING, format="envc lsp: %(levelname)s %(message)s")  # to stderr
+    parse_cache.install()
+    threading.stack_size(64 * 1024 * 1024)  # the lint thread gets the main thread's room for deep rule bodies
+    build_server().start_io()
