@@ -190,6 +190,11 @@ def compose_text(path: str, text: str, diags: Diagnostics, max_nodes: int = MAX_
     if too_deep is not None:
         diags.error(Span.point(path, *too_deep), "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
         return None, False
+    if len(text) > 2 * max_nodes:  # could hold too many nodes: count parser events, stopping at the limit
+        where = _too_many_nodes(text, max_nodes)
+        if where is not None:
+            diags.error(Span.point(path, *where), "E003", _too_many(max_nodes))
+            return None, False
     try:
         composed = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
@@ -215,6 +220,25 @@ def compose_text(path: str, text: str, diags: Diagnostics, max_nodes: int = MAX_
     except _TooBig:
         return None, False
     return tree, True
+
+
+def _too_many(limit: int) -> str:
+    return f"the file has more than {limit:,} YAML nodes (values)"
+
+
+def _too_many_nodes(text: str, limit: int) -> tuple[int, int] | None:
+    """Where the node after the first `limit` starts, if there is one (composing all of them first took seconds)."""
+    nodes = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
+    n = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, nodes):
+                n += 1
+                if n > limit:
+                    return event.start_mark.line + 1, event.start_mark.column + 1
+    except yaml.YAMLError:
+        pass  # composing reports it, located
+    return None
 
 
 # Characters YAML does not allow in a stream (YAML 1.1, 5.1): C0 controls other than tab and line breaks, DEL,
@@ -317,7 +341,7 @@ def _convert(
     counter[0] += 1
     span = _span(path, node)
     if counter[0] > counter[1]:
-        diags.error(span, "E003", f"the file has more than {counter[1]:,} YAML nodes (values)")
+        diags.error(span, "E003", _too_many(counter[1]))
         raise _TooBig
     if depth > MAX_DEPTH:
         diags.error(span, "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
