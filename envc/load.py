@@ -235,7 +235,8 @@ def _too_many_nodes(text: str, limit: int) -> tuple[int, int] | None:
             if isinstance(event, nodes):
                 n += 1
                 if n > limit:
-                    return event.start_mark.line + 1, event.start_mark.column + 1
+                    mark = event.start_mark
+                    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     except yaml.YAMLError:
         pass  # composing reports it, located
     return None
