@@ -172,6 +172,16 @@ class RuleDecl(_Model):
     doc: str = ""
 
 
+class TodoItem(_Model):
+    """Rule text that still has to be formalized into spec code (a draft written by `envc scrape`)."""
+
+    name: str = Field(description="Identifier of the item, unique among `todo` items", examples=["attack"])
+    text: str = Field(description="The rule text, as found at `source`")
+    target: str = Field("", description="Where its code goes: `actions.X`, `rules.X`, `procedures.X`, ...")
+    source: str = Field("", description="Where the text came from (URL#anchor)")
+    doc: str = ""
+
+
 class ObsField(_Model):
     """One part of the observation."""
 
@@ -257,3 +267,8 @@ class SpecDocument(_Model):
     functions: dict[str, CallableDecl] = {}
     procedures: dict[str, CallableDecl] = {}
     illegal_action_penalty: float = -1.0
+    todo: list[TodoItem] = Field(
+        [],
+        description="Rule text not formalized yet (a draft): each item is a W001 warning until `envc synthesize` "
+        "or its author turns it into spec code; backends ignore it.",
+    )

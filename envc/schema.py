@@ -117,6 +117,7 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "effect": "Statements run with the read-only f32 array `action`.",
         "doc": "Free text describing the action.",
     },
+    "TodoItem": {"doc": "Free text about the item."},
     "RuleDecl": {
         "name": "Name of the rule (for messages).",
         "when": "Bool expression (or true/false): the rule runs when it holds.",
@@ -183,6 +184,7 @@ EXAMPLES: dict[str, list[Any]] = {
     ],
     "procedures": [{"draw": {"params": {"pl": "i32"}, "body": "push(hand[pl], pop(deck[pl]))"}}],
     "illegal_action_penalty": [-1.0],
+    "todo": [[{"name": "attack", "target": "actions.attack", "text": "Choose one of your Active creature's attacks."}]],
 }
 
 

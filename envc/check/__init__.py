@@ -781,6 +781,18 @@ class Checker:
         effect, _ = self.body_at(("continuous_action", "effect"), Context(where="continuous action effect"), {})
         return ir.BoxAction(shape=shp, low=c.box.low, high=c.box.high, effect=effect)
 
+    def report_todo(self) -> None:
+        """A draft's unformalized rule text: one W001 warning per item (E031 for a repeated name)."""
+        seen: dict[str, int] = {}
+        for i, item in enumerate(self.doc.todo):
+            if item.name in seen:
+                self.diags.error(self.at("todo", i, "name"), "E031", f"duplicate todo item '{item.name}'")
+            seen.setdefault(item.name, i)
+            text = " ".join(item.text.split())
+            text = text if len(text) <= 72 else text[:69] + "..."
+            where = f" ({item.target})" if item.target else ""
+            self.diags.warning(self.at("todo", i), "W001", f"'{item.name}' is not formalized yet{where}: {text}")
+
     def run(self) -> ir.SpecIR | None:
         doc = self.doc
         if not _IDENT.match(doc.name):
@@ -792,6 +804,7 @@ class Checker:
             self.diags.error(
                 self.at("version"), "E012", f"version '{doc.version}' is not a release number like 1.0 or 2.1.3"
             )
+        self.report_todo()
         self.declare_types()
         self.settle(doc.types)
         self.declare_params()
