@@ -62,7 +62,7 @@ def run(
     max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
 ) -> None:
     """Play random legal actions and print a summary table."""
-    from envc.rollout import random_rollouts
+    from envc.rollout import StuckEpisode, random_rollouts
 
     try:
         model = envc.load(spec)
@@ -76,8 +76,8 @@ def run(
         raise typer.Exit(2) from None
     try:
         summary = random_rollouts(env, episodes, seed, max_steps)
-    except envc.SpecRuntimeError as e:
-        err.print(f"[red]{e}[/red]")
+    except (envc.SpecRuntimeError, StuckEpisode) as e:
+        err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(1) from None
     table = Table(title=f"{model.name}: {episodes} random-legal episodes ({backend})")
     for col in ("episodes", "mean return", "mean length", "terminated", "truncated", "steps/s"):

@@ -11,6 +11,10 @@ import numpy as np
 from envc import rng
 
 
+class StuckEpisode(Exception):
+    """A non-terminal state without a legal action: the spec's `legal` and `terminated` disagree."""
+
+
 @dataclass(frozen=True)
 class Summary:
     """Totals over a batch of episodes."""
@@ -41,7 +45,13 @@ def random_rollouts(env: Any, episodes: int, seed: int, max_steps: int = 10_000)
             if box is not None:
                 action: Any = gen.uniform(box.low, box.high, box.shape).astype(np.float32)
             else:
-                action = int(gen.choice(np.flatnonzero(s.legal_action_mask)))
+                legal = np.flatnonzero(s.legal_action_mask)
+                if legal.size == 0:
+                    raise StuckEpisode(
+                        f"episode {ep}, step {n}: no action is legal but the episode has not ended "
+                        "(check the actions' `legal` and `terminated`)"
+                    )
+                action = int(gen.choice(legal))
             s = env.step(s, action, k_step)
             returns[ep] += s.rewards
             n += 1

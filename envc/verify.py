@@ -152,14 +152,20 @@ def fuzz_state(spec: ir.SpecIR, base: dict[str, np.ndarray], gen: np.random.Gene
 
 
 def _rollout(env: Any, key: rng.Key, gen: np.random.Generator, max_steps: int) -> Iterator[Any]:
+    """States of one random-legal-action episode; it stops early where no action is legal (a spec bug)."""
     s = env.init(key)
     yield s
     for _ in range(max_steps):
-        if bool(s.terminated) or bool(s.truncated):
+        if bool(s.terminated) or bool(s.truncated) or _stuck(env.spec, s):
             return
         key, k = rng.split(key)
         s = env.step(s, _action(env.spec, np.asarray(s.legal_action_mask), gen), k)
         yield s
+
+
+def _stuck(spec: ir.SpecIR, state: Any) -> bool:
+    """A discrete spec's state with no legal action."""
+    return spec.box is None and not np.any(np.asarray(state.legal_action_mask))
 
 
 def _action(spec: ir.SpecIR, mask: np.ndarray, gen: np.random.Generator) -> Any:
@@ -312,6 +318,9 @@ def level3(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
         m = diff(spec, ref.state_to_dict(r), env.state_to_dict(b), f"episode {ep} init", wrote)
         for t in range(max_steps):
             if m is not None or r.terminated or r.truncated:
+                break
+            if _stuck(spec, r):
+                m = f"episode {ep} step {t}: no legal action in a non-terminal state"
                 break
             key, k = rng.split(key)
             act = _action(spec, np.asarray(r.legal_action_mask), gen)
