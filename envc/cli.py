@@ -58,7 +58,7 @@ def run(
     spec: Annotated[str, typer.Argument(help="Spec file")],
     episodes: Annotated[int, typer.Option(help="Episodes to play")] = 10,
     seed: Annotated[int, typer.Option(help="Seed for keys and the random policy")] = 0,
-    backend: Annotated[str, typer.Option(help="reference (jax and rust: later)")] = "reference",
+    backend: Annotated[str, typer.Option(help="reference, jax or rust")] = "reference",
     max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
 ) -> None:
     """Play random legal actions and print a summary table."""
@@ -254,6 +254,59 @@ def lsp() -> None:
     from envc.lsp import main
 
     main()
+
+
+@app.command()
+def scrape(
+    urls: Annotated[list[str], typer.Argument(help="The rules page first, then card list pages (or saved files)")],
+    out: Annotated[str, typer.Option("-o", "--out", help="Draft spec to write")],
+    from_file: Annotated[bool, typer.Option("--from-file", help="Read saved HTML pages instead of fetching")] = False,
+    name: Annotated[str | None, typer.Option(help="Spec name (default: from the page title)")] = None,
+    players: Annotated[int, typer.Option(help="Number of players")] = 2,
+    adapter: Annotated[str | None, typer.Option(help="Site adapter (default: chosen per page)")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds allowed per request")] = 20.0,
+    max_bytes: Annotated[int, typer.Option(help="Largest page accepted")] = 5 * 1024 * 1024,
+    max_redirects: Annotated[int, typer.Option(help="Redirects followed per request")] = 5,
+    max_pages: Annotated[int, typer.Option(help="Pages read in all (card lists follow rel=next)")] = 20,
+    delay: Annotated[float, typer.Option(help="Seconds between requests to one site")] = 1.0,
+) -> None:
+    """Draft a spec from a rules page and card lists: tables -> constant tables, rule text -> todo items."""
+    from envc.scrapers.cli import run as run_scrape
+
+    raise typer.Exit(
+        run_scrape(
+            urls, out, from_file=from_file, name=name, players=players, adapter=adapter, timeout=timeout,
+            max_bytes=max_bytes, max_redirects=max_redirects, max_pages=max_pages, delay=delay,
+        )
+    )  # fmt: skip
+
+
+@app.command()
+def synthesize(
+    draft: Annotated[str, typer.Argument(help="Draft spec with a todo section (from envc scrape)")],
+    out: Annotated[str, typer.Option("-o", "--out", help="Spec to write (atomically)")],
+    model: Annotated[str, typer.Option(help="Anthropic model id")] = "claude-sonnet-4-6",
+    max_cost: Annotated[float, typer.Option(help="Dollar budget for the whole run")] = 10.0,
+    max_iterations: Annotated[int, typer.Option(help="Answers per item (1 + repairs)")] = 4,
+    max_tokens: Annotated[int, typer.Option(help="Largest answer, in tokens")] = 16_000,
+    only: Annotated[list[str] | None, typer.Option(help="Formalize only these todo items")] = None,
+    episodes: Annotated[int, typer.Option(help="L1 random games per check")] = 10,
+    max_steps: Annotated[int, typer.Option(help="Steps per L1 game")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the L1 games")] = 0,
+    prices: Annotated[str | None, typer.Option(help="Price table (YAML, USD per million tokens)")] = None,
+    example: Annotated[list[str] | None, typer.Option(help="Extra example spec for the prompt")] = None,
+    report: Annotated[str | None, typer.Option(help="Also write the cost report as YAML")] = None,
+) -> None:
+    """Turn a draft's rule text into spec code with an LLM, checked by lint + L1 and repaired from diagnostics."""
+    from envc.synthesize.cli import run as run_synthesize
+    from envc.synthesize.loop import Config
+
+    config = Config(
+        model=model, max_cost=max_cost, max_iterations=max_iterations, max_tokens=max_tokens,
+        only=tuple(only or ()), episodes=episodes, max_steps=max_steps, seed=seed, prices=prices,
+        examples=tuple(example or ()),
+    )  # fmt: skip
+    raise typer.Exit(run_synthesize(draft, out, config, report))
 
 
 if __name__ == "__main__":
