@@ -1,0 +1,80 @@
+"""Safe YAML output for drafts and synthesized specs: a YAML emitter, never string concatenation.
+
+Every scraped string goes through PyYAML's SafeDumper, which quotes or escapes whatever would otherwise be
+read as YAML syntax; the result is loaded back and compared before it is returned.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class Flow(dict[str, Any]):
+    """A mapping written on one line (`{name: X, hp: 60}`), e.g. a table row."""
+
+
+class FlowList(list[Any]):
+    """A list written on one line (`[1, 0, 2]`)."""
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # equal values are written out, never as anchors/aliases (envc rejects those)
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data.strip("\n") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+def _flow(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True)
+
+
+def _flow_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_Dumper.add_representer(str, _str)
+_Dumper.add_representer(Flow, _flow)
+_Dumper.add_representer(FlowList, _flow_list)
+
+
+def plain(value: Any) -> Any:
+    """The same data with Flow/FlowList markers turned back into dicts and lists (for comparisons)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def dump(doc: dict[str, Any], header: str = "") -> str:
+    """YAML text for `doc`, block style except Flow/FlowList parts; checked by loading it back."""
+    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096, default_flow_style=False)
+    if yaml.safe_load(body) != plain(doc):  # pragma: no cover - a PyYAML bug would be caught here
+        raise ValueError("YAML round trip changed the document")
+    safe = ("".join(ch for ch in line if ch.isprintable()) for line in header.splitlines())
+    lines = "".join(f"# {line}\n" if line else "#\n" for line in safe)
+    return lines + body
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same folder and a rename (never half-written)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,379 @@
+"""Generic HTML extraction: headings -> rule sections (text + source anchor), <table> -> raw tables.
+
+The walk is iterative (hostile pages nest thousands of levels deep) and only reads text: nothing from the page
+is ever evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import quote, urldefrag, urljoin
+
+from bs4 import BeautifulSoup
+from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+
+from .fetch import Page, ScrapeError
+
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+SKIP = {"script", "style", "noscript", "template", "svg", "iframe", "form", "nav", "footer", "button", "select"}
+BLOCKS = {"p", "dt", "dd", "pre", "figcaption", "address"}
+MAX_ROWS, MAX_COLS, MAX_TABLES, MAX_SPAN = 10_000, 100, 200, 1000
+
+
+@dataclass
+class Section:
+    """A heading and the text under it (up to the next heading), with where it came from."""
+
+    title: str
+    level: int
+    source: str
+    text: str = ""
+    tables: list[str] = field(default_factory=list)
+    kind: str = "module"  # what it becomes: "module" (the game itself), "action" or "rule" (set by the adapter)
+
+
+@dataclass
+class RawTable:
+    """An HTML table as text cells; `headers` are the column titles as written."""
+
+    name: str
+    headers: list[str]
+    rows: list[list[str]]
+    source: str
+    section: str = ""
+    caption: str = ""
+    is_cards: bool = False  # a card list (set by the site adapter)
+
+
+@dataclass
+class PageContent:
+    """What one page contributes to a draft."""
+
+    url: str
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    tables: list[RawTable] = field(default_factory=list)
+    next_url: str | None = None
+    card_list: bool = False
+    adapter: str = "generic"
+
+
+def soup_of(page: Page) -> BeautifulSoup:
+    """Parse with the standard-library parser (no native code; lenient with malformed markup)."""
+    try:
+        return BeautifulSoup(page.body, "html.parser", from_encoding=page.charset)
+    except Exception as e:  # html.parser raises on a few pathological inputs (e.g. bad declarations)
+        raise ScrapeError(f"{page.url}: cannot parse the HTML: {e}") from None
+
+
+def text_of(el: Tag, exclude: frozenset[str] = frozenset()) -> str:
+    """The visible text of an element: images by their alt text, <br> as a line break, whitespace folded.
+
+    Subtrees named in `exclude` (and scripts, styles, ...) are left out; the walk is iterative.
+    """
+    parts: list[str] = []
+    stack: list[Iterator[object]] = [iter(list(el.children))]
+    while stack:
+        node = next(stack[-1], None)
+        if node is None:
+            stack.pop()
+        elif isinstance(node, Tag):
+            if node.name in SKIP or node.name in exclude:
+                continue
+            if node.name == "img" and node.get("alt"):
+                parts.append(f" {node['alt']} ")
+            elif node.name == "br":
+                parts.append("\n")
+            elif node.name in ("td", "th", "li", "p", "div", "dt", "dd"):
+                parts.append(" ")
+            stack.append(iter(list(node.children)))
+        elif _is_text(node):
+            parts.append(" ".join(str(node).split("\n")))  # source line breaks are not text; <br> is
+    return clean("".join(parts))
+
+
+def clean(text: str) -> str:
+    """Fold runs of spaces, keep single line breaks, drop control characters."""
+    text = "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
+    lines = [" ".join(line.split()) for line in text.split("\n")]
+    return "\n".join(line for line in lines if line)
+
+
+def extract(page: Page, soup: BeautifulSoup) -> PageContent:
+    """Sections and tables of a page, in document order."""
+    title_tag = soup.find("title")
+    root = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("article") or soup.body or soup
+    assert isinstance(root, Tag)
+    h1 = root.find("h1")
+    title = text_of(h1) if isinstance(h1, Tag) else text_of(title_tag) if isinstance(title_tag, Tag) else ""
+    out = PageContent(url=page.url, title=title, next_url=_next_link(soup, page.url))
+    base = urldefrag(page.url).url
+    current = Section(title or "Introduction", 1, base)
+    buf: list[str] = []
+    loose: list[str] = []
+
+    def flush_loose() -> None:
+        t = clean(" ".join(loose).replace("\n", " "))
+        if t:
+            buf.append(t)
+        loose.clear()
+
+    def flush_section() -> None:
+        flush_loose()
+        current.text = "\n\n".join(buf).strip()
+        buf.clear()
+        out.sections.append(current)
+
+    for node, depth in _walk(root):
+        if isinstance(node, NavigableString):
+            loose.append(str(node))
+            continue
+        name = node.name
+        if name in HEADINGS:
+            flush_section()
+            heading = text_of(node)
+            current = Section(heading, HEADINGS[name], _anchor_url(base, node, heading))
+        elif name == "table":
+            flush_loose()
+            if len(out.tables) >= MAX_TABLES:
+                raise ScrapeError(f"{page.url}: more than {MAX_TABLES} tables")
+            table = read_table(node, current, base, {t.name for t in out.tables})
+            if table is not None:
+                out.tables.append(table)
+                current.tables.append(table.name)
+                buf.append(render_table(table))
+        elif name in BLOCKS:
+            flush_loose()
+            t = text_of(node)
+            if t:
+                buf.append(t)
+        elif name == "li":
+            flush_loose()
+            t = text_of(node, frozenset({"ul", "ol", "table"}))
+            if t:
+                item = "  " * depth + "- " + t.replace("\n", " ")
+                if buf and buf[-1].lstrip().startswith("- "):
+                    buf[-1] += "\n" + item  # consecutive list items stay one block
+                else:
+                    buf.append(item)
+        elif name == "br":
+            flush_loose()
+    flush_section()
+    out.sections = [s for s in out.sections if s.text or s.tables or s.level > 1]
+    return out
+
+
+def _walk(root: Tag) -> Iterator[tuple[Tag | NavigableString, int]]:
+    """Pre-order walk without recursion; headings, tables, text blocks and list items end their subtree
+    (an item's nested lists are walked one level deeper)."""
+    stack: list[tuple[Iterator[object], int]] = [(iter(list(root.children)), 0)]
+    while stack:
+        it, depth = stack[-1]
+        node = next(it, None)
+        if node is None:
+            stack.pop()
+            continue
+        if isinstance(node, Tag):
+            if node.name in SKIP:
+                continue
+            yield node, depth
+            if node.name in HEADINGS or node.name == "table" or node.name in BLOCKS:
+                continue
+            if node.name == "li":
+                nested = [c for c in node.children if isinstance(c, Tag) and c.name in ("ul", "ol", "table")]
+                stack.append((iter(nested), depth + 1))
+                continue
+            stack.append((iter(list(node.children)), depth))
+        elif _is_text(node):
+            assert isinstance(node, NavigableString)
+            yield node, depth
+
+
+def _is_text(node: object) -> bool:
+    return isinstance(node, NavigableString) and not isinstance(
+        node, (Comment, Declaration, Doctype, ProcessingInstruction)
+    )
+
+
+def _anchor_url(base: str, heading: Tag, title: str) -> str:
+    """The heading's own id, an anchor inside it, or its section's id; else a text fragment (#:~:text=)."""
+    ident = heading.get("id")
+    if not ident:
+        a = heading.find(lambda t: t.name == "a" and bool(t.get("id") or t.get("name")))
+        if isinstance(a, Tag):
+            ident = a.get("id") or a.get("name")
+    if not ident:
+        parent = heading.parent
+        first = parent.find(True) if isinstance(parent, Tag) else None
+        if isinstance(parent, Tag) and first is heading and parent.name in ("section", "div", "article"):
+            ident = parent.get("id")
+    if isinstance(ident, list):
+        ident = ident[0] if ident else None
+    if ident:
+        return f"{base}#{quote(str(ident), safe='-._~')}"
+    return f"{base}#:~:text={quote(title[:80], safe='')}" if title else base
+
+
+def _next_link(soup: BeautifulSoup, url: str) -> str | None:
+    for tag in soup.find_all(["link", "a"]):
+        raw: object = tag.get("rel") or []
+        rel = raw.split() if isinstance(raw, str) else [str(r) for r in raw] if isinstance(raw, list) else []
+        if "next" in [r.lower() for r in rel] and tag.get("href"):
+            return urldefrag(urljoin(url, str(tag["href"]))).url
+    return None
+
+
+def read_table(tbl: Tag, section: Section, base: str, taken: set[str]) -> RawTable | None:
+    """Header and rows of a table (colspan/rowspan spread out); None for an empty or layout-only table."""
+    trs: list[Tag] = []
+    head_rows: list[Tag] = []
+    for child in tbl.children:
+        if not isinstance(child, Tag):
+            continue
+        if child.name == "tr":
+            trs.append(child)
+        elif child.name in ("thead", "tbody", "tfoot"):
+            part = [r for r in child.children if isinstance(r, Tag) and r.name == "tr"]
+            (head_rows if child.name == "thead" else trs).extend(part)
+    grid = _grid(head_rows + trs)
+    if not grid:
+        return None
+    n_head = len(head_rows)
+    if n_head == 0 and all(c.name == "th" for c in _cells(trs[0])):
+        n_head = 1
+    headers = grid[n_head - 1] if n_head else [f"column {i + 1}" for i in range(len(grid[0]))]
+    rows = [r for r in grid[n_head:] if any(c.strip() for c in r)]
+    if not rows:
+        return None
+    if len(rows) > MAX_ROWS:
+        raise ScrapeError(f"{base}: a table has {len(rows):,} rows, more than the limit of {MAX_ROWS:,}")
+    cap_tag = tbl.find("caption")
+    caption = text_of(cap_tag) if isinstance(cap_tag, Tag) else ""
+    ident = tbl.get("id")
+    stem = caption or (str(ident) if ident else "") or section.title or "table"
+    name = _unique(slug(stem) or "table", taken)
+    source = f"{base}#{quote(str(ident), safe='-._~')}" if ident else section.source
+    return RawTable(name, headers, rows, source, section.title, caption)
+
+
+def _cells(tr: Tag) -> list[Tag]:
+    return [c for c in tr.children if isinstance(c, Tag) and c.name in ("td", "th")]
+
+
+def _grid(trs: list[Tag]) -> list[list[str]]:
+    """Rows of cell texts with colspan and rowspan spread out, padded to the widest row."""
+    grid: list[list[str]] = []
+    carry: dict[int, tuple[int, str]] = {}  # column -> (rows left, text) from a rowspan above
+    for tr in trs:
+        row: list[str] = []
+        cells = iter(_cells(tr))
+        col = 0
+        while True:
+            if col in carry:
+                left, text = carry[col]
+                row.append(text)
+                if left <= 1:
+                    del carry[col]
+                else:
+                    carry[col] = (left - 1, text)
+                col += 1
+                continue
+            cell = next(cells, None)
+            if cell is None:
+                break
+            text = text_of(cell).replace("\n", " ")
+            span = _span(cell.get("colspan"))
+            down = _span(cell.get("rowspan"))
+            for _ in range(span):
+                if down > 1:
+                    carry[col] = (down - 1, text)
+                row.append(text)
+                col += 1
+            if len(row) > MAX_COLS:
+                raise ScrapeError(f"a table has more than {MAX_COLS} columns")
+        while carry and max(carry) >= col:  # rowspans continuing past the last cell of this row
+            if col in carry:
+                left, text = carry[col]
+                row.append(text)
+                carry[col] = (left - 1, text)
+                if left <= 1:
+                    del carry[col]
+            else:
+                row.append("")
+            col += 1
+        if row:
+            grid.append(row)
+    width = max((len(r) for r in grid), default=0)
+    return [r + [""] * (width - len(r)) for r in grid]
+
+
+def _span(v: object) -> int:
+    try:
+        n = int(str(v).strip()) if v is not None else 1
+    except ValueError:
+        return 1
+    return min(max(n, 1), MAX_SPAN)
+
+
+def render_table(t: RawTable, limit: int = 40) -> str:
+    """A table as pipe-separated text lines (for the rule text the model reads)."""
+    lines = [f"[table {t.name}]", " | ".join(t.headers)]
+    lines += [" | ".join(r) for r in t.rows[:limit]]
+    if len(t.rows) > limit:
+        lines.append(f"... ({len(t.rows) - limit} more rows)")
+    return "\n".join(lines)
+
+
+STOPWORDS = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "to",
+    "your",
+    "onto",
+    "on",
+    "into",
+    "in",
+    "and",
+    "or",
+    "for",
+    "with",
+    "one",
+    "is",
+    "if",
+    "this",
+    "that",
+    "does",
+    "now",
+    "are",
+    "be",
+    "from",
+    "its",
+    "it",
+    "their",
+    "you",
+    "may",
+}
+
+
+def slug(text: str, max_words: int = 5, drop_stopwords: bool = True) -> str:
+    """A lower_snake identifier from free text (ASCII letters, digits, '_')."""
+    words = re.findall(r"[a-z0-9]+", text.lower().replace("'", ""))
+    if drop_stopwords and len([w for w in words if w not in STOPWORDS]) > 0:
+        words = [w for w in words if w not in STOPWORDS]
+    out = "_".join(words[:max_words])
+    if out and out[0].isdigit():
+        out = "n_" + out
+    return out
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    i = 2
+    while f"{name}_{i}" in taken:
+        i += 1
+    return f"{name}_{i}"
