@@ -326,12 +326,13 @@ def _schema_keys(path: list[str | int]) -> dict[str, str]:
 _KEY_LINE = re.compile(r"(-[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)[ \t]*:(?:[ \t]|$)")
 
 
-def key_path(lines: list[str], line: int, indent: int) -> list[str | int] | None:
-    """The mapping path of a key typed at `indent` on 0-based `line`, read from the indentation of the lines
-    above (so it works while the YAML is broken); None where it cannot be told."""
-    path: list[str | int] = []
-    target = indent
-    after_list = False  # the parent of a list is at the list's own indentation or left of it
+def key_path(lines: list[str], line: int, indent: int, dash: int | None = None) -> list[str | int] | None:
+    """The mapping path of a key typed at column `indent` of 0-based `line` (`dash`: the column of a `- ` before
+    it on that line), read from the indentation of the lines above, so it works while the YAML is broken; None
+    where it cannot be told."""
+    path: list[str | int] = [] if dash is None else [0]
+    target = indent if dash is None else dash
+    after_list = dash is not None  # the parent of a list is at the list's own indentation or left of it
     for raw in reversed(lines[:line]):
         if target == 0 and not after_list:
             break
@@ -389,7 +390,7 @@ def _yaml_items(o: Outline, line: int, before: str) -> list[Item]:
     m = re.fullmatch(r"([ ]*)(-[ ]+)?[A-Za-z_]*", before)
     if m is not None:
         indent = len(m.group(1)) + (len(m.group(2)) if m.group(2) else 0)
-        path = key_path(o.lines, line, indent)
+        path = key_path(o.lines, line, indent, len(m.group(1)) if m.group(2) else None)
         if path is None:
             return []
         keys = _schema_keys(path)
