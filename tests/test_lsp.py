@@ -171,11 +171,12 @@ async def test_positions_are_utf16(client: LanguageClient, tmp_path: Path) -> No
 
 
 async def test_garbage_gets_a_diagnostic_and_the_server_keeps_serving(client: LanguageClient, tmp_path: Path) -> None:
+    modeline = "# yaml-language-server: $schema=../docs/envc.schema.json\n"
     texts = [
         "\x00\x01\x02 binary \xff\ufffe",
-        "name: [unclosed\n  - : :\n\t{{{",
-        "- just\n- a list\n",
-        "",
+        "state: [unclosed\n  - : :\n\t{{{",
+        modeline + "- just\n- a list\n",
+        modeline,
         "name: x\nstate:\n  a: " + "[" * 5000,
         "actions:\n  a:\n    effect: |\n" + "      " + "(" * 3000 + "\n",
     ]
@@ -220,6 +221,22 @@ async def test_half_typed_edits(client: LanguageClient, tmp_path: Path) -> None:
         _replace(client, uri, TTT[:at] + addition[:n] + TTT[at:], version)
     assert envc.lint(str(path), TTT[:at] + addition + TTT[at:])[1] == []
     await _diagnostics(client, uri, lambda ds: not ds)
+
+
+async def test_other_yaml_files_are_left_alone(client: LanguageClient, tmp_path: Path) -> None:
+    """The server is attached to every YAML file: a CI workflow or a playbook gets no envc diagnostics."""
+    for name, text in [
+        ("ci.yaml", "name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"),
+        ("play.yaml", "- hosts: all\n  tasks: []\n"),
+        ("empty.yaml", ""),
+    ]:
+        uri = _open(client, tmp_path / name, text)
+        assert await _diagnostics(client, uri) == []
+        assert await _complete(client, uri, lsp.Position(line=1, character=0)) == {}
+    # once it has a spec section, it is checked
+    _replace(client, uri, "name: x\nstate: {a: i9}\n", 2)
+    codes = [d.code for d in await _diagnostics(client, uri)]
+    assert codes and set(codes) <= {"E010"}  # the missing sections
 
 
 # ---- hover -------------------------------------------------------------------------------------------------------

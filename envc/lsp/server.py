@@ -1,11 +1,12 @@
 """`envc lsp`: a pygls language server over stdio for envc spec files.
 
-Diagnostics are exactly `envc lint`'s, published on open, change and save. Checks run on one worker thread, one
-at a time per document: an edit that arrives while a check runs marks the document dirty, and the check is run
-once more on the newest text when the first one ends (edits are coalesced, never queued up). A re-check is fast
-because envc.parse keeps the parse of every rule body whose text did not change. Hover, completion and
-go-to-definition answer at once from the document's outline (its YAML tree and declarations), rebuilt from the
-newest text when needed.
+Diagnostics are exactly `envc lint`'s, published on open, change and save, for every document that looks like
+a spec (`looks_like_spec`: other YAML files the editor hands over, a CI workflow say, are left alone). Checks
+run on one worker thread, one at a time per document: an edit that arrives while a check runs marks the
+document dirty, and the check is run once more on the newest text when the first one ends (edits are
+coalesced, never queued up). A re-check is fast because envc.parse keeps the parse of every rule body whose
+text did not change. Hover, completion and go-to-definition answer at once from the document's outline (its
+YAML tree and declarations), rebuilt from the newest text when needed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 import threading
 import time
 import traceback
@@ -28,7 +30,7 @@ import envc
 from envc.diagnostics import Diagnostic, Severity
 from envc.lsp import features
 from envc.lsp.features import Outline
-from envc.pipeline import lint
+from envc.pipeline import SECTIONS, lint
 
 log = logging.getLogger("envc.lsp")
 
@@ -58,10 +60,36 @@ class Result:
     crash: str | None = None
 
 
+_MODELINE = re.compile(r"#\s*yaml-language-server:\s*\$schema=\S*envc\.schema\.json")
+_TOP_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:(?:[ \t]|$)", re.MULTILINE)
+# sections only an envc spec has (`name`, `doc` and `version` are common in other YAML files too)
+SPEC_SECTIONS = frozenset(SECTIONS) - {"name", "doc", "version"}
+
+
+def looks_like_spec(text: str) -> bool:
+    """Is this text an envc spec (or an attempt at one), rather than some other YAML file the editor opened?
+
+    With the envc schema modeline it always is. Otherwise a file whose top level is a mapping is a spec when one
+    of its top-level keys is an envc section, and a top-level list (an Ansible playbook, say), an empty file or
+    one of comments only is not. Anything else, such as text that is not YAML at all, is checked: it may be a
+    spec gone wrong.
+    """
+    if _MODELINE.search(text):
+        return True
+    keys = {m.group(1) for m in _TOP_KEY.finditer(text) if m.start() == 0 or text[m.start() - 1] == "\n"}
+    if keys:
+        return bool(keys & SPEC_SECTIONS)
+    top = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith((" ", "\t", "#"))]
+    code = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return bool(code) and not (top and all(ln.startswith("-") for ln in top))
+
+
 def check(path: str, text: str) -> Result:
-    """Lint `text` as the spec at `path`; never raises."""
+    """Lint `text` as the spec at `path` (nothing to say about YAML that is not a spec); never raises."""
     t0 = time.perf_counter()
     crash = None
+    if not looks_like_spec(text):
+        return Result(text, [], time.perf_counter() - t0)
     try:
         _, diags = lint(path, text)
     except Exception as e:  # a bug in envc must not take the editor's server down
@@ -149,11 +177,13 @@ class EnvcLanguageServer(LanguageServer):
         return path or str(Path.cwd() / (uri.rsplit("/", 1)[-1] or "untitled.yaml"))
 
     def outline(self, uri: str) -> Outline | None:
-        """The outline of the document's newest text."""
+        """The outline of the document's newest text (None for a closed document or one that is not a spec)."""
         st = self.docs.get(uri)
         if st is None:
             return None
         text = self.workspace.get_text_document(uri).source
+        if not looks_like_spec(text):
+            return None
         if st.outline is None or st.outline.text != text:
             st.outline = Outline.of(self.path_of(uri), text, st.outline)
         return st.outline
