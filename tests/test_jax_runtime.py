@@ -98,7 +98,8 @@ def test_gymnax_environment_with_log_wrapper(cache: Path, monkeypatch: pytest.Mo
         obs, state, reward, terminated, truncated, info = step(key, state, 1 - t % 2, params)
         # the transition is the pgx-style env's step with gymnax's step key
         direct = direct_step(before, 1 - t % 2, jax.random.split(key)[0], params)
-        assert bool(terminated) == bool(direct.terminated) and float(reward) == float(direct.rewards[0])
+        assert bool(terminated) == bool(direct.terminated) and bool(truncated) == bool(direct.truncated)
+        assert float(reward) == float(direct.rewards[0])
         np.testing.assert_array_equal(np.asarray(info["final_observation"]), np.asarray(direct.observation))
         if bool(info["returned_episode"]):
             finished.append(int(info["returned_episode_lengths"]))
