@@ -185,6 +185,24 @@ def test_declarations_hover_at_their_keys() -> None:
         assert found is not None and d.signature in found[0], d.name
 
 
+def test_completion_while_the_yaml_is_broken() -> None:
+    """An unclosed quote breaks the YAML: code completion goes on with the declarations last seen."""
+    path = ROOT / "specs" / "tic_tac_toe.yaml"
+    good = Outline.of(str(path), TEXTS[path])
+    for old, new in [
+        ('legal: "board[row, col] == Mark.empty"', 'legal: "board[row, col] == Mark.'),
+        ("terminated: >\n  winner != Mark.empty", 'terminated: "winner != Mark.'),
+    ]:
+        text = TEXTS[path].replace(old, new)
+        o = Outline.of(str(path), text, good)
+        assert not o.ok
+        line = text[: text.index(new) + len(new)].count("\n")
+        col = len(text.split("\n")[line])
+        assert {i.label for i in complete(o, line, col)} == {"empty", "x", "o"}
+        names = {i.label for i in complete(o, line, col - len("Mark."))}
+        assert {"board", "winner", "Mark", "opponent"} <= names
+
+
 # ---- robustness ---------------------------------------------------------------------------------------------------
 
 

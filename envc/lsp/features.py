@@ -380,6 +380,7 @@ def _sibling_keys(lines: list[str], line: int, indent: int) -> set[str]:
     return out
 
 
+_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]*:[ \t]")
 _TYPE_VALUE = re.compile(r"\b(type|zone|returns)[ \t]*:[ \t]*[A-Za-z0-9_]*$")
 _SIZE_VALUE = re.compile(r"\b(shape|capacity|range)[ \t]*:[ \t]*(\[[^\]#]*)?[A-Za-z0-9_]*$")
 DTYPES = ("bool", "i8", "i16", "i32", "u32", "f32")
@@ -419,9 +420,10 @@ def complete(o: Outline, line: int, col: int) -> list[Item]:
     cur = _cursor(o, line, col)
     if cur.site is None:
         items = _yaml_items(o, line, before)
-        if o.ok or items or not before.startswith(" "):
+        if o.ok or items or not (before.startswith((" ", "\t")) or _VALUE.match(before)):
             return items
-        # the YAML does not compose (half-typed): an indented line is taken for code, with the last index
+        # the YAML does not compose (half-typed): an indented line or a value is taken for code, with the last
+        # index that composed
     m = re.search(r"\.([A-Za-z_][A-Za-z0-9_]*)?$", before)
     if m is not None:
         chain = chain_before(before, m.start())
