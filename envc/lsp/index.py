@@ -46,7 +46,7 @@ class Index:
     actions: dict[str, Decl] = field(default_factory=dict)
     obs: dict[str, Decl] = field(default_factory=dict)
     sites: list[CodeSite] = field(default_factory=list)
-    keys: list[tuple[YScalar, tuple[object, ...]]] = field(default_factory=list)  # every mapping key, with its path
+    keys: list[tuple[YScalar, tuple[object, ...]]] = field(default_factory=list)  # mapping keys (<= 4 deep), paths
     root: YNode | None = None
 
     def site_at(self, line: int, col: int) -> CodeSite | None:
@@ -64,6 +64,8 @@ def _inside(span: Span, line: int, col: int) -> bool:
 
 
 def _str(v: object) -> str:
+    if v is ...:
+        return "[...]"
     if isinstance(v, bool):
         return str(v).lower()
     if v is None:
@@ -82,6 +84,21 @@ def _doc(v: object) -> str:
         doc = v.get("doc")
         return doc.strip() if isinstance(doc, str) else ""
     return ""
+
+
+def _shallow(node: YNode) -> object:
+    """Plain data of a mapping's scalar entries (nested lists and mappings: only the small ones), or of a scalar."""
+    if not isinstance(node, YMap):
+        return to_python(node) if isinstance(node, YScalar) else None
+    out: dict[str, object] = {}
+    for k, v in node.items:
+        if isinstance(v, YScalar):
+            out[_name(k)] = v.value
+        elif isinstance(v, YSeq) and len(v.items) <= 8 and all(isinstance(x, YScalar) for x in v.items):
+            out[_name(k)] = to_python(v)
+        else:
+            out[_name(k)] = ...  # present, not converted
+    return out
 
 
 def _items(node: YNode | None) -> list[tuple[YScalar, YNode]]:
@@ -140,6 +157,8 @@ class _Builder:
         return self.ix
 
     def collect_keys(self, node: YNode, path: tuple[object, ...]) -> None:
+        if len(path) > 3:  # declarations are at most three keys deep (tables.T.columns.C); rows are data
+            return
         if isinstance(node, YMap):
             for k, v in node.items:
                 self.ix.keys.append((k, path))
@@ -187,7 +206,7 @@ class _Builder:
 
     def constant(self, k: YScalar, v: YNode) -> None:
         name = _name(k)
-        raw = to_python(v)
+        raw = _shallow(v)  # an inline array value can be large: it is not converted
         if isinstance(raw, dict):
             shape = _shape(raw.get("shape"))
             sig = f"const {name}: {_str(raw.get('type'))}{shape}"
@@ -201,7 +220,7 @@ class _Builder:
 
     def table(self, k: YScalar, v: YNode) -> None:
         name = _name(k)
-        raw = to_python(v)
+        raw = _shallow(v)  # the rows are only counted
         columns: dict[str, Decl] = {}
         cols = v.get("columns") if isinstance(v, YMap) else None
         for ck, cv in _items(cols):
@@ -213,11 +232,11 @@ class _Builder:
                 sig += f"  (default {_str(craw.get('default'))})"
             columns[cname] = Decl(cname, "column", ck.span, sig, _doc(craw))
         source = ""
-        if isinstance(raw, dict):
-            if isinstance(raw.get("rows"), list):
-                source = f"{len(raw['rows'])} rows"
-            elif raw.get("file") is not None:
-                source = f"rows from {_str(raw.get('file'))}"
+        rows = v.get("rows") if isinstance(v, YMap) else None
+        if isinstance(rows, YSeq):
+            source = f"{len(rows.items)} rows"
+        elif isinstance(raw, dict) and raw.get("file") is not None:
+            source = f"rows from {_str(raw.get('file'))}"
         listing = "\n".join(f"  {c.signature.split('.', 1)[1]}" for c in columns.values())
         sig = f"table {name}{'  (' + source + ')' if source else ''}:\n{listing}"
         self.add(Decl(name, "table", k.span, sig, _doc(raw), columns))
