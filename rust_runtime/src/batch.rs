@@ -1,0 +1,373 @@
+//! A batch of independent environments stepped on a rayon thread pool, writing every output in place.
+//!
+//! Keys: a sub-environment seeded with `s` has the base key `key_from_seed(s)`; its episode `j` uses
+//! `ek = fold_in(base, j)`, resets with `fold_in(ek, 0)` and steps with `fold_in(fold_in(ek, 1), t)` for its
+//! `t`-th step (t = 1, 2, ...). A spec whose effects and rules never draw derives no step key at all.
+//! `reset(seed)` seeds sub-environment `i` with `seed + i`, as gymnasium's vector envs do.
+
+use rayon::ThreadPool;
+
+use crate::env::{finish, step, Action, Env, ObsRows};
+use crate::rng::{fold_in, key_from_seed, Key, Wyrand};
+
+/// Actions for the whole batch: one id per env, or `ACTION_SIZE` floats per env.
+#[derive(Clone, Copy, Debug)]
+pub enum Actions<'a> {
+    Discrete(&'a [i64]),
+    Box(&'a [f32]),
+}
+
+/// The batch outputs, written in place; every slice holds `n` rows.
+pub struct Out<'a, R> {
+    pub obs: R,
+    /// The reward of the player who acted (of player 0 after a reset).
+    pub reward: &'a mut [f32],
+    /// Every player's reward, `n * NUM_PLAYERS`.
+    pub rewards: &'a mut [f32],
+    pub terminated: &'a mut [bool],
+    pub truncated: &'a mut [bool],
+    /// `n * NUM_ACTIONS`.
+    pub mask: &'a mut [bool],
+    pub current_player: &'a mut [i32],
+}
+
+impl<'a, R: ObsRows> Out<'a, R> {
+    fn split_rows<E: Env>(self, n: usize) -> (Self, Self) {
+        let (o1, o2) = self.obs.split_at(n);
+        let (a1, a2) = self.reward.split_at_mut(n);
+        let (r1, r2) = self.rewards.split_at_mut(n * E::NUM_PLAYERS);
+        let (t1, t2) = self.terminated.split_at_mut(n);
+        let (u1, u2) = self.truncated.split_at_mut(n);
+        let (m1, m2) = self.mask.split_at_mut(n * E::NUM_ACTIONS);
+        let (c1, c2) = self.current_player.split_at_mut(n);
+        (
+            Out { obs: o1, reward: a1, rewards: r1, terminated: t1, truncated: u1, mask: m1, current_player: c1 },
+            Out { obs: o2, reward: a2, rewards: r2, terminated: t2, truncated: u2, mask: m2, current_player: c2 },
+        )
+    }
+}
+
+/// One sub-environment: its state and where it is in its key stream.
+pub struct Slot<E: Env> {
+    pub st: E::State,
+    id: usize,
+    base: Key,
+    episode: u32,
+    stream: Key,
+    t: u32,
+    done: bool,
+}
+
+impl<E: Env> Slot<E> {
+    fn new(id: usize) -> Self {
+        Slot { st: E::fresh(), id, base: key_from_seed(id as i64), episode: 0, stream: [0, 0], t: 0, done: false }
+    }
+
+    /// Start the next episode of this sub-environment.
+    fn restart(&mut self, prm: &E::Params) {
+        let ek = fold_in(self.base, self.episode);
+        self.episode = self.episode.wrapping_add(1);
+        self.stream = fold_in(ek, 1);
+        self.t = 0;
+        self.done = false;
+        self.st = E::fresh();
+        E::reset(&mut self.st, prm, fold_in(ek, 0));
+    }
+
+    /// Reseed: the next restart is episode 0 of `seed`.
+    fn seed(&mut self, seed: i64) {
+        self.base = key_from_seed(seed);
+        self.episode = 0;
+    }
+
+    #[inline]
+    fn step_key(&mut self) -> Key {
+        self.t = self.t.wrapping_add(1);
+        if E::STEP_DRAWS {
+            fold_in(self.stream, self.t)
+        } else {
+            [0, 0]
+        }
+    }
+}
+
+/// Totals of a [`Batch::rollout`].
+#[derive(Clone, Debug, Default)]
+pub struct RolloutStats {
+    pub steps: u64,
+    pub episodes: u64,
+    pub terminated: u64,
+    pub truncated: u64,
+    /// Sum of every player's rewards.
+    pub return_sum: Vec<f64>,
+}
+
+impl RolloutStats {
+    fn merge(mut self, other: RolloutStats) -> RolloutStats {
+        self.steps += other.steps;
+        self.episodes += other.episodes;
+        self.terminated += other.terminated;
+        self.truncated += other.truncated;
+        if self.return_sum.is_empty() {
+            self.return_sum = other.return_sum;
+        } else {
+            for (a, b) in self.return_sum.iter_mut().zip(other.return_sum) {
+                *a += b;
+            }
+        }
+        self
+    }
+}
+
+/// `num_envs` sub-environments and the thread pool that steps them.
+pub struct Batch<E: Env> {
+    pub prm: E::Params,
+    slots: Vec<Slot<E>>,
+    pool: Option<ThreadPool>,
+    threads: usize,
+}
+
+fn split_run<S: Send, O: Send, R: Send>(
+    slots: &mut [S],
+    out: O,
+    grain: usize,
+    split: &(impl Fn(O, usize) -> (O, O) + Sync),
+    leaf: &(impl Fn(&mut [S], O) -> R + Sync),
+    merge: &(impl Fn(R, R) -> R + Sync),
+) -> R {
+    if slots.len() <= grain {
+        return leaf(slots, out);
+    }
+    let mid = slots.len() / 2;
+    let (a, b) = slots.split_at_mut(mid);
+    let (oa, ob) = split(out, mid);
+    let (x, y) = rayon::join(|| split_run(a, oa, grain, split, leaf, merge), || split_run(b, ob, grain, split, leaf, merge));
+    merge(x, y)
+}
+
+impl<E: Env> Batch<E> {
+    /// A batch of `num_envs` sub-environments (not reset yet) stepped by `threads` threads (default: all cores).
+    pub fn new(prm: E::Params, num_envs: usize, threads: Option<usize>) -> Result<Self, String> {
+        if num_envs == 0 {
+            return Err("num_envs must be at least 1".into());
+        }
+        let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads == 0 {
+            return Err("threads must be at least 1".into());
+        }
+        let pool = if threads > 1 {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("envc-{i}"))
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            )
+        } else {
+            None
+        };
+        let slots = (0..num_envs).map(Slot::new).collect();
+        Ok(Batch { prm, slots, pool, threads })
+    }
+
+    pub fn num_envs(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The state of sub-environment `i`.
+    pub fn state(&self, i: usize) -> &E::State {
+        &self.slots[i].st
+    }
+
+    fn grain(&self) -> usize {
+        let chunks = self.threads * 4;
+        self.slots.len().div_ceil(chunks).max(16)
+    }
+
+    fn run<O: Send, R: Send>(
+        &mut self,
+        out: O,
+        split: impl Fn(O, usize) -> (O, O) + Sync,
+        leaf: impl Fn(&E::Params, &mut [Slot<E>], O) -> R + Sync,
+        merge: impl Fn(R, R) -> R + Sync,
+    ) -> R {
+        let grain = self.grain();
+        let prm = &self.prm;
+        let slots = &mut self.slots[..];
+        let leaf = |s: &mut [Slot<E>], o: O| leaf(prm, s, o);
+        match &self.pool {
+            Some(pool) => pool.install(|| split_run(slots, out, grain, &split, &leaf, &merge)),
+            None => leaf(slots, out),
+        }
+    }
+
+    /// Reset every sub-environment: `seed` reseeds them (`seed + i`), `None` starts their next episodes.
+    pub fn reset<R: ObsRows<Obs = E::Obs>>(&mut self, seed: Option<i64>, out: Out<'_, R>) {
+        if let Some(s) = seed {
+            for (i, slot) in self.slots.iter_mut().enumerate() {
+                slot.seed(s.wrapping_add(i as i64));
+            }
+        }
+        self.run(
+            out,
+            |o, n| o.split_rows::<E>(n),
+            |prm, slots, mut out| {
+                let mut obs = E::Obs::default();
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    slot.restart(prm);
+                    write_row::<E, R>(prm, slot, &mut out, i, None, &mut obs);
+                }
+            },
+            |_, _| (),
+        );
+    }
+
+    /// One step of every sub-environment with gymnasium's next-step auto-reset: a sub-environment that
+    /// finished on the previous call ignores its action and restarts (reward 0, not terminated).
+    pub fn step<R: ObsRows<Obs = E::Obs>>(&mut self, actions: Actions<'_>, out: Out<'_, R>) {
+        let width = match actions {
+            Actions::Discrete(_) => 1,
+            Actions::Box(_) => E::ACTION_SIZE,
+        };
+        self.run(
+            (actions, out),
+            |(a, o), n| {
+                let (a1, a2) = match a {
+                    Actions::Discrete(v) => {
+                        let (x, y) = v.split_at(n);
+                        (Actions::Discrete(x), Actions::Discrete(y))
+                    }
+                    Actions::Box(v) => {
+                        let (x, y) = v.split_at(n * E::ACTION_SIZE);
+                        (Actions::Box(x), Actions::Box(y))
+                    }
+                };
+                let (o1, o2) = o.split_rows::<E>(n);
+                ((a1, o1), (a2, o2))
+            },
+            |prm, slots, (actions, mut out)| {
+                let mut obs = E::Obs::default();
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    if slot.done {
+                        slot.restart(prm);
+                        write_row::<E, R>(prm, slot, &mut out, i, None, &mut obs);
+                        continue;
+                    }
+                    let action = match actions {
+                        Actions::Discrete(v) => Action::Discrete(v[i]),
+                        Actions::Box(v) => Action::Box(&v[i * width..(i + 1) * width]),
+                    };
+                    let acting = E::current_player(&slot.st);
+                    let key = slot.step_key();
+                    let rewards = &mut out.rewards[i * E::NUM_PLAYERS..(i + 1) * E::NUM_PLAYERS];
+                    let (term, trunc) = step::<E>(&mut slot.st, prm, action, key, rewards);
+                    slot.done = term || trunc;
+                    out.terminated[i] = term;
+                    out.truncated[i] = trunc;
+                    write_row::<E, R>(prm, slot, &mut out, i, Some(acting), &mut obs);
+                }
+            },
+            |_, _| (),
+        );
+    }
+
+    /// `steps` steps of every sub-environment with uniformly random legal actions (uniform in `[low, high]`
+    /// for a continuous action) and same-step auto-reset, for benchmarks: nothing leaves Rust.
+    pub fn rollout(&mut self, steps: usize, seed: u64, low: f32, high: f32) -> RolloutStats {
+        let a = E::NUM_ACTIONS;
+        self.run(
+            (),
+            |_, _| ((), ()),
+            |prm, slots, ()| {
+                let n = slots.len();
+                let mut masks = vec![false; n * a];
+                let mut obs = vec![E::Obs::default(); n];
+                let mut rewards = vec![0.0f32; E::NUM_PLAYERS];
+                let mut action = vec![0.0f32; E::ACTION_SIZE];
+                let mut stats = RolloutStats { return_sum: vec![0.0; E::NUM_PLAYERS], ..Default::default() };
+                let first = slots.first().map_or(0, |s| s.id) as u64;
+                let mut rng = Wyrand(seed ^ first.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    slot.restart(prm);
+                    finish::<E>(&slot.st, prm, false, &mut masks[i * a..(i + 1) * a], &mut obs[i]);
+                }
+                for _ in 0..steps {
+                    for (i, slot) in slots.iter_mut().enumerate() {
+                        let mask = &mut masks[i * a..(i + 1) * a];
+                        let act = if a > 0 {
+                            Action::Discrete(random_legal(&mut rng, mask) as i64)
+                        } else {
+                            for x in action.iter_mut() {
+                                *x = low + (high - low) * rng.unit_f32();
+                            }
+                            Action::Box(&action)
+                        };
+                        let key = slot.step_key();
+                        let (term, trunc) = step::<E>(&mut slot.st, prm, act, key, &mut rewards);
+                        for (s, r) in stats.return_sum.iter_mut().zip(&rewards) {
+                            *s += *r as f64;
+                        }
+                        if term || trunc {
+                            stats.episodes += 1;
+                            stats.terminated += term as u64;
+                            stats.truncated += trunc as u64;
+                            slot.restart(prm);
+                        }
+                        finish::<E>(&slot.st, prm, false, mask, &mut obs[i]);
+                    }
+                }
+                stats.steps = (steps * n) as u64;
+                stats
+            },
+            RolloutStats::merge,
+        )
+    }
+}
+
+#[inline]
+fn random_legal(rng: &mut Wyrand, mask: &[bool]) -> usize {
+    let n = mask.iter().filter(|&&m| m).count() as u32;
+    if n == 0 {
+        return 0;
+    }
+    let mut r = rng.below(n);
+    for (i, &m) in mask.iter().enumerate() {
+        if m {
+            if r == 0 {
+                return i;
+            }
+            r -= 1;
+        }
+    }
+    0
+}
+
+#[inline]
+fn write_row<E: Env, R: ObsRows<Obs = E::Obs>>(
+    prm: &E::Params,
+    slot: &Slot<E>,
+    out: &mut Out<'_, R>,
+    i: usize,
+    acting: Option<i32>,
+    obs: &mut E::Obs,
+) {
+    let p = E::NUM_PLAYERS;
+    let rewards = &mut out.rewards[i * p..(i + 1) * p];
+    match acting {
+        None => {
+            rewards.fill(0.0);
+            out.reward[i] = 0.0;
+            out.terminated[i] = false;
+            out.truncated[i] = false;
+        }
+        Some(q) => out.reward[i] = if q >= 0 && (q as usize) < p { rewards[q as usize] } else { 0.0 },
+    }
+    let a = E::NUM_ACTIONS;
+    finish::<E>(&slot.st, prm, slot.done, &mut out.mask[i * a..(i + 1) * a], obs);
+    out.obs.put(i, obs);
+    out.current_player[i] = E::current_player(&slot.st);
+}

@@ -1,0 +1,22 @@
+//! envc-runtime: what every envc-generated Rust environment shares.
+//!
+//! * [`rng`]: threefry2x32 with `split`/`fold_in`/`bits` and envc's samplers, bit for bit equal to `jax.random`
+//!   and to the reference interpreter (`envc.rng`);
+//! * [`ops`]: the language's value semantics (wrapping integers, floor division, index fallbacks, f32 math);
+//! * [`env`]: the [`env::Env`] trait a generated crate implements and the step protocol around it;
+//! * [`batch`]: a rayon batch driver writing observations, rewards and masks in place;
+//! * `py` (feature `python`): pyo3 + rust-numpy glue for the generated extension modules.
+
+pub mod batch;
+pub mod env;
+pub mod ops;
+#[cfg(feature = "python")]
+pub mod py;
+pub mod rng;
+
+pub use batch::{Actions, Batch, Out, RolloutStats};
+pub use env::{Action, ArrayMut, ArrayRef, ArraySpec, DType, Env, Full, ObsRows};
+pub use rng::Key;
+
+#[cfg(feature = "python")]
+pub use {numpy, pyo3};
