@@ -150,6 +150,7 @@ class EnvcLanguageServer(LanguageServer):
         self.docs: dict[str, _Doc] = {}
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envc-lint")
         self.tidied = 0
+        self.tasks: set[asyncio.Task[None]] = set()
 
     # ---- positions ------------------------------------------------------
     @property
@@ -195,7 +196,9 @@ class EnvcLanguageServer(LanguageServer):
             st.dirty = True
             return
         st.running = True
-        asyncio.get_running_loop().create_task(self._lint_loop(uri, st))
+        task = asyncio.get_running_loop().create_task(self._lint_loop(uri, st))
+        self.tasks.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self.tasks.discard)
 
     async def _lint_loop(self, uri: str, st: _Doc) -> None:
         loop = asyncio.get_running_loop()
