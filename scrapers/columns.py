@@ -90,7 +90,7 @@ def ident(title: str, taken: set[str], fallback: str) -> str:
         name += "_"
     out, i = name, 2
     while out in taken:
-        out, i = f"{name}_{i}", i + 1
+        out, i = f"{name.rstrip('_')}_{i}", i + 1
     taken.add(out)
     return out
 

@@ -28,8 +28,28 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = "|" if "\n" in data.strip("\n") else None
+    style = "|" if "\n" in data and data.strip() else None  # code and prose as block scalars, value kept exactly
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+def _leaf(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, type(None))) or (isinstance(value, str) and "\n" not in value)
+
+
+def _short(items: list[Any]) -> bool:
+    return len(items) <= 8 and sum(len(str(x)) + 2 for x in items) <= 72
+
+
+def _dict(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
+    """Small mappings of scalars (or of short scalar lists) on one line; the rest in block style."""
+    flat = all(_leaf(v) or (isinstance(v, list) and all(_leaf(x) for x in v) and _short(v)) for v in data.values())
+    flow = bool(data) and flat and _short([*data.keys(), *(str(v) for v in data.values())])
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=flow)
+
+
+def _list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    flow = bool(data) and all(_leaf(x) for x in data) and _short(data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
 
 def _flow(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.Node:
@@ -41,6 +61,8 @@ def _flow_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _str)
+_Dumper.add_representer(dict, _dict)
+_Dumper.add_representer(list, _list)
 _Dumper.add_representer(Flow, _flow)
 _Dumper.add_representer(FlowList, _flow_list)
 

@@ -19,6 +19,9 @@ from .fetch import Page, ScrapeError
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 SKIP = {"script", "style", "noscript", "template", "svg", "iframe", "form", "nav", "footer", "button", "select"}
 BLOCKS = {"p", "dt", "dd", "pre", "figcaption", "address"}
+# Block content a broken page can leave inside a heading (an unclosed <h2> swallows what follows)
+INSIDE_HEADING = frozenset({"p", "ul", "ol", "table", "div", "section", "dl", "pre", "blockquote", *HEADINGS})
+NESTED = frozenset({"ul", "ol", "table", "dl", *HEADINGS})  # walked on their own when inside a text block
 MAX_ROWS, MAX_COLS, MAX_TABLES, MAX_SPAN = 10_000, 100, 200, 1000
 
 
@@ -61,11 +64,38 @@ class PageContent:
 
 
 def soup_of(page: Page) -> BeautifulSoup:
-    """Parse with the standard-library parser (no native code; lenient with malformed markup)."""
+    """Parse as a browser does (html5lib implements the WHATWG algorithm, so broken markup gets the same tree).
+
+    html5lib's time grows with the square of the nesting depth, so a page nested deeper than MAX_DEPTH (no
+    real rules page is) is parsed with the standard library's linear parser instead.
+    """
+    parser = "html5lib" if nesting_depth(page.body) <= MAX_DEPTH else "html.parser"
     try:
-        return BeautifulSoup(page.body, "html.parser", from_encoding=page.charset)
-    except Exception as e:  # html.parser raises on a few pathological inputs (e.g. bad declarations)
+        return BeautifulSoup(page.body, parser, from_encoding=page.charset)
+    except Exception as e:  # parsers raise on a few pathological inputs (e.g. bad declarations)
         raise ScrapeError(f"{page.url}: cannot parse the HTML: {e}") from None
+
+
+MAX_DEPTH = 400
+_TAG = re.compile(rb"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
+# Elements whose end tag is optional or absent: they do not count towards nesting.
+_OPEN_ENDED = {
+    b"p", b"li", b"dt", b"dd", b"tr", b"td", b"th", b"thead", b"tbody", b"tfoot", b"option", b"optgroup",
+    b"colgroup", b"caption", b"rb", b"rt", b"rp", b"html", b"head", b"body", b"br", b"img", b"hr", b"meta",
+    b"link", b"input", b"area", b"base", b"col", b"embed", b"source", b"track", b"wbr", b"param",
+}  # fmt: skip
+
+
+def nesting_depth(body: bytes) -> int:
+    """An estimate of how deep the markup nests (open minus closed tags that need an end tag), linear time."""
+    depth = deepest = 0
+    for m in _TAG.finditer(body):
+        name = m.group(2).lower()
+        if name in _OPEN_ENDED or m.group(3):
+            continue
+        depth = max(depth - 1, 0) if m.group(1) else depth + 1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def text_of(el: Tag, exclude: frozenset[str] = frozenset()) -> str:
@@ -133,7 +163,7 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
         name = node.name
         if name in HEADINGS:
             flush_section()
-            heading = text_of(node)
+            heading = text_of(node, INSIDE_HEADING)
             current = Section(heading, HEADINGS[name], _anchor_url(base, node, heading))
         elif name == "table":
             flush_loose()
@@ -146,12 +176,12 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
                 buf.append(render_table(table))
         elif name in BLOCKS:
             flush_loose()
-            t = text_of(node)
+            t = text_of(node, NESTED)
             if t:
                 buf.append(t)
         elif name == "li":
             flush_loose()
-            t = text_of(node, frozenset({"ul", "ol", "table"}))
+            t = text_of(node, NESTED)
             if t:
                 item = "  " * depth + "- " + t.replace("\n", " ")
                 if buf and buf[-1].lstrip().startswith("- "):
@@ -179,16 +209,34 @@ def _walk(root: Tag) -> Iterator[tuple[Tag | NavigableString, int]]:
             if node.name in SKIP:
                 continue
             yield node, depth
-            if node.name in HEADINGS or node.name == "table" or node.name in BLOCKS:
+            if node.name in HEADINGS:
+                stack.append((iter(_outermost(node, INSIDE_HEADING)), depth))
                 continue
-            if node.name == "li":
-                nested = [c for c in node.children if isinstance(c, Tag) and c.name in ("ul", "ol", "table")]
-                stack.append((iter(nested), depth + 1))
+            if node.name == "table":
+                continue
+            if node.name in BLOCKS or node.name == "li":
+                stack.append((iter(_outermost(node, NESTED)), depth + (node.name == "li")))
                 continue
             stack.append((iter(list(node.children)), depth))
         elif _is_text(node):
             assert isinstance(node, NavigableString)
             yield node, depth
+
+
+def _outermost(node: Tag, names: frozenset[str]) -> list[Tag]:
+    """Descendants named in `names` that are not inside another such descendant, in document order."""
+    out: list[Tag] = []
+    stack: list[Iterator[object]] = [iter(list(node.children))]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+        elif isinstance(child, Tag) and child.name not in SKIP:
+            if child.name in names:
+                out.append(child)
+            else:
+                stack.append(iter(list(child.children)))
+    return out
 
 
 def _is_text(node: object) -> bool:
@@ -286,10 +334,10 @@ def _grid(trs: list[Tag]) -> list[list[str]]:
             text = text_of(cell).replace("\n", " ")
             span = _span(cell.get("colspan"))
             down = _span(cell.get("rowspan"))
-            for _ in range(span):
+            for k in range(span):  # a spanned cell's text belongs to its first column; the others are empty
                 if down > 1:
-                    carry[col] = (down - 1, text)
-                row.append(text)
+                    carry[col] = (down - 1, text if k == 0 else "")
+                row.append(text if k == 0 else "")
                 col += 1
             if len(row) > MAX_COLS:
                 raise ScrapeError(f"a table has more than {MAX_COLS} columns")
