@@ -256,7 +256,7 @@ async def test_hover(client: LanguageClient) -> None:
         ("RESISTANCE, 0)", 0): ["const RESISTANCE: i32 = 30"],
         ("capacity: DECK_SIZE", 10): ["param DECK_SIZE: i32 = 20 (static)", "Cards per deck"],
         ("all(board[pl, 0].energy[t]", 0): ["all(bools or generator) -> bool", "Whether every element is true"],
-        ("typed_ok and", 0): ["let typed_ok"],
+        ("typed_ok and", 0): ["let typed_ok: bool"],  # the type from the IR of the clean spec
         ("hand[pl].count", 9): ["hand.count: i32"],
         ("hand[pl].count", 0): ["zone hand: i16", "capacity DECK_SIZE", "per player", "visible: owner"],
     }

@@ -11,8 +11,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from envc import ir
 from envc.check.symbols import KEYWORDS
 from envc.diagnostics import Diagnostics, Span
+from envc.ir import SpecIR
 from envc.load import YScalar, load_yaml
 from envc.lsp.builtins import BUILTINS, SPECIAL
 from envc.lsp.index import CodeSite, Decl, Index, build_index
@@ -30,10 +34,12 @@ class Outline:
     index: Index
     ok: bool  # the YAML composed; otherwise `index` is the last one that did (positions may be stale)
     lines: list[str] = field(default_factory=list)
+    let_types: dict[tuple[int, str], str] = field(default_factory=dict)  # (file line, name) -> type, from an IR
 
     @staticmethod
-    def of(path: str, text: str, previous: Outline | None = None) -> Outline:
-        """The outline of `text`; when its YAML does not compose, the previous outline's index is kept."""
+    def of(path: str, text: str, previous: Outline | None = None, spec: SpecIR | None = None) -> Outline:
+        """The outline of `text`; when its YAML does not compose, the previous outline's index is kept. `spec`,
+        the IR of this same text when it checked clean, gives the types of `let` locals."""
         try:
             root, _ = load_yaml(path, Diagnostics(), text)
             index = build_index(root)
@@ -42,7 +48,22 @@ class Outline:
         ok = root is not None
         if not ok and previous is not None:
             index = previous.index
-        return Outline(path, text, index, ok, text.split("\n"))
+        return Outline(path, text, index, ok, text.split("\n"), _let_types(spec) if spec is not None else {})
+
+
+def _let_types(spec: SpecIR) -> dict[tuple[int, str], str]:
+    """The type of every `let` in a spec's IR, by the line of its statement and its name."""
+    out: dict[tuple[int, str], str] = {}
+    todo: list[object] = [spec]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ir.LetS):
+            out[(node.span.line, node.name)] = node.value.ty.show()
+        if isinstance(node, BaseModel):
+            todo.extend(getattr(node, name) for name in type(node).model_fields)
+        elif isinstance(node, (tuple, list)):
+            todo.extend(node)
+    return out
 
 
 @dataclass
@@ -92,7 +113,7 @@ def _locals(o: Outline, cur: _Cursor) -> dict[str, Decl]:
             fl, fc = snip.pos(loc.line, loc.col)
             span = Span(o.path, fl, fc, fl, fc + len(name))
             what = {"let": "let", "loop": "loop variable", "generator": "generator variable"}[loc.kind]
-            typ = "" if loc.kind == "let" else ": i32"
+            typ = ": i32" if loc.kind != "let" else f": {o.let_types[fl, name]}" if (fl, name) in o.let_types else ""
             out[name] = Decl(name, "local", span, f"{what} {name}{typ}")
     return out
 

@@ -28,6 +28,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 import envc
 from envc.diagnostics import Diagnostic, Severity
+from envc.ir import SpecIR
 from envc.lsp import features
 from envc.lsp.features import Outline
 from envc.pipeline import SECTIONS, lint
@@ -58,6 +59,7 @@ class Result:
     diagnostics: list[Diagnostic]
     seconds: float
     crash: str | None = None
+    spec: SpecIR | None = None  # the IR, when the text checked clean
 
 
 _MODELINE = re.compile(r"#\s*yaml-language-server:\s*\$schema=\S*envc\.schema\.json")
@@ -90,12 +92,13 @@ def check(path: str, text: str) -> Result:
     crash = None
     if not looks_like_spec(text):
         return Result(text, [], time.perf_counter() - t0)
+    spec = None
     try:
-        _, diags = lint(path, text)
+        spec, diags = lint(path, text)
     except Exception as e:  # a bug in envc must not take the editor's server down
         log.error("envc lint failed on %s:\n%s", path, traceback.format_exc())
         diags, crash = [], f"{type(e).__name__}: {e}"
-    return Result(text, diags, time.perf_counter() - t0, crash)
+    return Result(text, diags, time.perf_counter() - t0, crash, spec)
 
 
 @dataclass
@@ -186,7 +189,8 @@ class EnvcLanguageServer(LanguageServer):
         if not looks_like_spec(text):
             return None
         if st.outline is None or st.outline.text != text:
-            st.outline = Outline.of(self.path_of(uri), text, st.outline)
+            spec = st.last.spec if st.last is not None and st.last.text == text else None
+            st.outline = Outline.of(self.path_of(uri), text, st.outline, spec)
         return st.outline
 
     def schedule(self, uri: str) -> None:
@@ -220,7 +224,7 @@ class EnvcLanguageServer(LanguageServer):
                     continue
                 # the outline for hover and completion, built while the editor is idle
                 if st.outline is None or st.outline.text != text:
-                    outline = await loop.run_in_executor(self.worker, Outline.of, path, text, st.outline)
+                    outline = await loop.run_in_executor(self.worker, Outline.of, path, text, st.outline, result.spec)
                     if self.workspace.get_text_document(uri).source == text:
                         st.outline = outline
                 if not st.dirty:
