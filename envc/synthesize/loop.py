@@ -17,7 +17,7 @@ from envc.diagnostics import Severity
 from envc.scrapers.draft import MODULE
 from envc.scrapers.emit import dump, write_atomic
 
-from .check import Problem, check_spec, parse_answer
+from .check import Problem, check_spec, load_yaml, parse_answer
 from .items import DraftError, Item, items_of, merge
 from .llm import DEFAULT_MODEL, Answer, Client, Prices, SynthError, Usage, load_prices
 from .prompts import CACHE, Prompts, default_examples, read_examples
@@ -93,10 +93,9 @@ def read_draft(path: str) -> dict[str, Any]:
         text = p.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SynthError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
-    wrapped = f"```yaml\n{text}\n```"
-    doc, problems = parse_answer(wrapped)
+    doc, problems = load_yaml(text)
     if problems:
-        where = problems[0].where.replace("answer line", "line")
+        where = problems[0].where.replace("your yaml block, line", "line")
         raise SynthError(f"{path}: {where}: {problems[0].message}")
     if not isinstance(doc, dict):
         raise SynthError(f"{path}: a spec must be a YAML mapping of sections")

@@ -1,0 +1,331 @@
+"""envc synthesize: the real anthropic SDK talks to a loopback HTTP server that replays recorded Messages API
+responses (tests/fixtures/llm/ember_league, the first `attack` answer has a type error, the second repairs it);
+the real loop merges, lints, runs L1 and sends the located diagnostics back."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import envc
+from envc.cli import app
+from envc.scrapers import scrape
+from envc.synthesize import Item, merge, parse_answer
+from envc.synthesize.llm import Prices, Usage, load_prices
+from envc.synthesize.prompts import reference
+from envc.verify import level1
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPLIES = FIXTURES / "llm" / "ember_league"
+PAGES = FIXTURES / "scrape" / "emberdb"
+runner = CliRunner()
+
+
+class Replay(BaseHTTPRequestHandler):
+    """POST /v1/messages -> the recorded reply for (todo item, attempt), read from the request itself."""
+
+    failures: list[tuple[int, dict[str, Any]]] = []  # replies sent before any recorded one (status, body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.requests.append({"path": self.path, "headers": headers, "body": body})  # type: ignore[attr-defined]
+        if self.failures:
+            status, payload = self.failures.pop(0)
+            return self._send(status, payload, {"retry-after-ms": "1"})
+        if self.path != "/v1/messages":
+            return self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+        first = body["messages"][0]["content"][1]["text"]
+        item = first.split("`")[1]
+        attempt = sum(m["role"] == "user" for m in body["messages"])
+        reply = REPLIES / (f"{item}.json" if attempt == 1 else f"{item}.{attempt}.json")
+        self._send(200, json.loads(reply.read_text()))
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("request-id", "req_replay")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture()
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ThreadingHTTPServer, type[Replay]]]:
+    handler = type("ReplayForTest", (Replay,), {"failures": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    server.requests = []  # type: ignore[attr-defined]
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    t.start()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        yield server, handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture()
+def draft(tmp_path: Path) -> Path:
+    """The draft `envc scrape` writes for the saved EmberDB rules page and card list."""
+    path = tmp_path / "draft.yaml"
+    res = runner.invoke(
+        app, ["scrape", str(PAGES / "rules.html"), str(PAGES / "cards.html"), "--from-file", "-o", str(path)]
+    )
+    assert res.exit_code == 0, res.output
+    return path
+
+
+def _synthesize(draft: Path, out: Path, *extra: str) -> Any:
+    args = ["synthesize", str(draft), "-o", str(out), "--episodes", "2", "--max-steps", "60", *extra]
+    return runner.invoke(app, args)
+
+
+def _expected_cost(names: list[str]) -> float:
+    """Cost of the recorded replies, from their usage fields and the shipped price of claude-sonnet-4-6."""
+    p = load_prices()["claude-sonnet-4-6"]
+    total = 0.0
+    for n in names:
+        u = json.loads((REPLIES / f"{n}.json").read_text())["usage"]
+        usage = Usage(
+            u["input_tokens"], u["output_tokens"], u["cache_read_input_tokens"], u["cache_creation_input_tokens"]
+        )
+        total += usage.cost(p)
+    return total
+
+
+ITEMS = [
+    "game", "play_creature_bench", "attach_energy_card", "attack", "end_turn", "knock_outs", "special_conditions",
+    "effect_heal_20_damage_creature", "effect_draw_card", "effect_flip_coin_heads_attack_20_more",
+    "effect_flip_coin_heads_defending_creature_paralyzed", "effect_defending_creature_poisoned",
+]  # fmt: skip
+
+
+def test_replayed_synthesis_turns_the_draft_into_a_spec_that_passes_l1(api: Any, draft: Path, tmp_path: Path) -> None:
+    server, _ = api
+    out = tmp_path / "out" / "ember.yaml"
+    report = tmp_path / "report.yaml"
+    res = _synthesize(draft, out, "--report", str(report))
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output
+
+    # the spec lints clean (no W001 left) and passes L1 on the reference interpreter
+    spec, diags = envc.lint(str(out))
+    assert spec is not None and diags == []
+    env = envc.build(spec, strict=False)
+    checks = level1(spec, env, episodes=8, seed=3, max_steps=300)
+    assert [(c.name, c.failures) for c in checks if not c.passed] == []
+    assert all(c.cases > 0 for c in checks)
+    assert [p.name for p in out.parent.iterdir()] == ["ember.yaml"]  # written atomically, no temp file left
+    doc = yaml.safe_load(out.read_text())
+    assert "todo" not in doc and "draft_pass" not in doc["actions"] and "draft_turn" not in doc["state"]
+    assert [r["name"] for r in doc["rules"]] == ["special_conditions", "knock_outs", "next_turn"]
+    assert "dmg = dmg * 2\n" in doc["actions"]["attack"]["effect"]
+
+    # one request per answer: the type error in the first `attack` answer cost one repair
+    requests = server.requests
+    names = [r["body"]["messages"][0]["content"][1]["text"].split("`")[1] for r in requests]
+    assert names == ITEMS[:4] + ["attack"] + ITEMS[4:]
+    for r in requests:
+        assert r["path"] == "/v1/messages" and r["headers"]["authorization"] == "Bearer sk-ant-test-key"
+        assert r["headers"]["anthropic-version"] and r["headers"]["user-agent"].startswith("Anthropic/Python 2.")
+        body = r["body"]
+        assert body["model"] == "claude-sonnet-4-6" and body["max_tokens"] == 16000
+        # prompt caching: the system prompt and the source block are breakpoints, plus the last user block
+        (system,) = body["system"]
+        assert system["cache_control"] == {"type": "ephemeral"}
+        assert "<language_reference>" in system["text"] and "## 12. Zones" in system["text"]
+        assert "## 21. Command line" not in system["text"]
+        assert '<example path="tcg_mechanics.yaml">' in system["text"]
+        source = body["messages"][0]["content"][0]
+        assert source["cache_control"] == {"type": "ephemeral"}
+        assert '<source item="special_conditions" target="rules.special_conditions"' in source["text"]
+        assert "Knocked Out: it goes to its owner's discard pile" in source["text"]
+        assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+        marks = [
+            b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"] if "cache_control" in b
+        ]
+        assert len(marks) + 1 <= 4
+    # every request shares the same cached prefix byte for byte
+    assert len({json.dumps(r["body"]["system"]) for r in requests}) == 1
+    assert len({r["body"]["messages"][0]["content"][0]["text"] for r in requests}) == 1
+
+    first_attack = requests[3]["body"]["messages"]
+    item_prompt = first_attack[0]["content"][1]["text"]
+    assert "Formalize the todo item `attack` (target: `actions.attack`)" in item_prompt
+    assert "Write `actions.attack`: `params`" in item_prompt  # the interface contract
+    assert "Choose one of your Active Creature's attacks" in item_prompt  # the source text
+    assert "every invariant in `invariants` holds" in item_prompt  # the tests it must pass
+    assert "rows: <10 rows, as in the draft>" in item_prompt and "playing()" in item_prompt  # the current spec
+    repair = requests[4]["body"]["messages"]
+    assert [m["role"] for m in repair] == ["user", "assistant", "user"]
+    assert "dmg = dmg * 2.0" in repair[1]["content"]
+    feedback = repair[2]["content"][0]["text"]
+    assert "Your answer for `attack` does not pass yet (attempt 2 of 4)" in feedback
+    assert "ember.yaml:" in feedback and "error[E040]" in feedback and "(in actions.attack.effect)" in feedback
+    assert "|         dmg = dmg * 2.0" in feedback  # the offending line, located
+    effect_prompt = requests[-1]["body"]["messages"][0]["content"][1]["text"]
+    assert "effect_defending_creature_poisoned(pl: i32)" in effect_prompt
+
+    # the cost report: iterations, tokens, cost from the usage fields and the price table, status
+    rep = yaml.safe_load(report.read_text())
+    by_name = {i["name"]: i for i in rep["items"]}
+    assert [i["name"] for i in rep["items"]] == ITEMS
+    assert all(i["status"] == "passed" for i in rep["items"])
+    assert by_name["attack"]["iterations"] == 2 and by_name["game"]["iterations"] == 1
+    recorded = json.loads((REPLIES / "game.json").read_text())["usage"]
+    assert by_name["game"]["cache_write_tokens"] == recorded["cache_creation_input_tokens"]
+    assert by_name["game"]["output_tokens"] == recorded["output_tokens"]
+    want = _expected_cost([*ITEMS[:4], "attack.2", *ITEMS[4:]])
+    assert rep["cost_usd"] == pytest.approx(want, abs=1e-5)
+    assert f"{want:.4f}" in res.output and "12/12 passed" in res.output
+
+
+def test_without_an_api_key_synthesize_says_what_it_needs(
+    draft: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing may be contacted
+    out = tmp_path / "spec.yaml"
+    res = _synthesize(draft, out)
+    assert res.exit_code == 2
+    assert "ANTHROPIC_API_KEY" in res.output and "Traceback" not in res.output
+    assert not out.exists()
+    # every other command works without a key
+    assert runner.invoke(app, ["lint", str(draft)]).exit_code == 0
+    assert runner.invoke(app, ["run", str(draft), "--episodes", "1", "--max-steps", "5"]).exit_code == 0
+
+
+def test_api_errors_are_one_line_and_nothing_is_written(api: Any, draft: Path, tmp_path: Path) -> None:
+    server, handler = api
+    handler.failures.append(
+        (401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+    )
+    out = tmp_path / "spec.yaml"
+    res = _synthesize(draft, out)
+    assert res.exit_code == 1
+    assert "Anthropic API error 401 authentication_error: invalid x-api-key" in res.output
+    assert "Traceback" not in res.output and not out.exists()
+    assert len(server.requests) == 1
+
+
+def test_overloaded_api_is_retried_by_the_sdk(api: Any, draft: Path, tmp_path: Path) -> None:
+    server, handler = api
+    handler.failures.append((529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+    res = _synthesize(draft, tmp_path / "spec.yaml", "--only", "game")
+    assert res.exit_code == 0, res.output
+    assert len(server.requests) == 2  # the 529, then the replayed answer
+
+
+def test_dollar_budget_stops_before_the_next_call(api: Any, draft: Path, tmp_path: Path) -> None:
+    server, _ = api
+    out = tmp_path / "spec.yaml"
+    game = _expected_cost(["game"])
+    res = _synthesize(draft, out, "--max-cost", f"{game * 1.5:.4f}")
+    assert res.exit_code == 1
+    assert len(server.requests) == 1  # a second call could cost as much as the first: over the budget
+    spec, diags = envc.lint(str(out))  # what passed is kept; the rest is still todo (W001)
+    assert spec is not None and {d.code for d in diags} == {"W001"} and len(diags) == 11
+    assert "budget" in res.output
+
+
+def test_iteration_budget_leaves_the_item_todo(api: Any, draft: Path, tmp_path: Path) -> None:
+    server, _ = api
+    out = tmp_path / "spec.yaml"
+    res = _synthesize(draft, out, "--only", "game", "--only", "attack", "--max-iterations", "1")
+    assert res.exit_code == 1
+    assert len(server.requests) == 2
+    assert "E040" in res.output  # why attack failed, in the report
+    doc = yaml.safe_load(out.read_text())
+    assert [t["name"] for t in doc["todo"]][:2] == ["play_creature_bench", "attach_energy_card"]
+    assert "attack" in [t["name"] for t in doc["todo"]]
+    assert doc["actions"]["attack"]["legal"] is False  # the stub stays
+    assert "draft_pass" in doc["actions"]  # actions are left: the placeholder keeps the game playable
+
+
+def test_answers_are_parsed_safely() -> None:
+    ok, problems = parse_answer("Sure.\n```yaml\nactions:\n  a: {legal: true}\n```\n")
+    assert ok == {"actions": {"a": {"legal": True}}} and problems == []
+    for text, msg in [
+        ("no block at all", "found no ```yaml block"),
+        ("```yaml\na: 1\n```\n```yaml\nb: 2\n```", "found 2 ```yaml blocks"),
+        ("```yaml\na: &x [1]\nb: *x\n```", "anchors and aliases are not allowed"),
+        ("```yaml\na: !!python/object/apply:os.system [ls]\n```", "YAML tags"),
+        ("```yaml\na: [1\nb: 2\n```", "YAML syntax error"),
+    ]:
+        value, problems = parse_answer(text)
+        assert value is None and msg in problems[0].message, (text, problems)
+    _, problems = parse_answer("```yaml\nx: 1\ny: : 2\n```")
+    assert problems[0].where == "your yaml block, line 2, column 4"
+
+
+def test_merge_keeps_each_item_to_its_contract() -> None:
+    spec = {
+        "name": "g", "types": {"Energy": {"enum": ["fire", "none"]}}, "state": {"draft_turn": "i32"},
+        "actions": {"draft_pass": {}, "attack": {"legal": False}},
+        "procedures": {"effect_x": {"params": {"pl": "i32"}, "body": "pass"}},
+        "todo": [{"name": "game", "text": "t"}, {"name": "attack", "target": "actions.attack", "text": "t"},
+                 {"name": "effect_x", "target": "procedures.effect_x", "text": "t"}],
+        "observation": {"fields": {"s": "i32"}, "body": "s = draft_turn"},
+    }  # fmt: skip
+    game, attack, effect = (Item("game", "module", "", ""), Item("attack", "actions.attack", "", ""),
+                            Item("effect_x", "procedures.effect_x", "", ""))  # fmt: skip
+    pending = [game, attack, effect]
+    base = {"state": {"hp": "i16"}, "observation": {"fields": {"o": "i32"}, "body": "o = hp"}}
+    _, problems = merge(spec, game, {**base, "types": {"Energy": {"enum": ["x"]}}}, pending)
+    assert problems == ["`types.Energy` is declared by the draft (data or a stub); do not redeclare it"]
+    _, problems = merge(spec, game, {**base, "actions": {"attack": {"legal": True}}}, pending)
+    assert problems == ["`actions.attack` is formalized by its own todo item; leave it out"]
+    _, problems = merge(spec, game, {**base, "tables": {}}, pending)
+    assert problems == ["`tables` comes from the draft; leave it out of the answer"]
+    merged, problems = merge(spec, game, base, pending)
+    assert (
+        problems == []
+        and merged["state"] == {"hp": "i16"}
+        and [t["name"] for t in merged["todo"]] == ["attack", "effect_x"]
+    )
+    assert merged["actions"]["draft_pass"] == {
+        "doc": "placeholder that keeps the game playable until the last action item is formalized"
+    }
+    _, problems = merge(merged, attack, {"actions": {"attack": {}, "other": {}}}, pending[1:])
+    assert problems == ["write `actions` as a mapping with exactly one entry, `attack` (a mapping)"]
+    _, problems = merge(merged, attack, {"actions": {"attack": {}}, "state": {"hp": "i8"}}, pending[1:])
+    assert problems == ["`state.hp` exists already; add new names instead of changing existing ones"]
+    done, problems = merge(
+        merged, attack, {"actions": {"attack": {"effect": "pass"}}, "state": {"mp": "i8"}}, pending[1:]
+    )
+    assert problems == [] and "draft_pass" not in done["actions"] and done["state"]["mp"] == "i8"
+    _, problems = merge(done, effect, {"procedures": {"effect_x": {"params": {"q": "i32"}, "body": "pass"}}}, [effect])
+    assert problems == ["`procedures.effect_x` must keep the params of the contract: {'pl': 'i32'}"]
+
+
+def test_prices_and_reference_are_shipped() -> None:
+    prices = load_prices()
+    assert prices["claude-sonnet-4-6"] == Prices(3.0, 15.0, 3.75, 0.30)
+    assert Usage(1_000_000, 100_000, 2_000_000, 10_000).cost(prices["claude-sonnet-4-6"]) == pytest.approx(
+        3.0 + 1.5 + 0.6 + 0.0375
+    )
+    ref = reference()
+    assert ref.startswith("# The envc spec language") and "### 4.13 `todo`" in ref and "## 20. Python API" not in ref
+
+
+def test_draft_scraped_from_files_is_the_draft_the_fixtures_answer() -> None:
+    todo = [t.name for t in scrape([str(PAGES / "rules.html"), str(PAGES / "cards.html")], from_files=True).todo]
+    assert todo == ITEMS
+    assert sorted(p.stem.split(".")[0] for p in REPLIES.glob("*.json")) == sorted([*ITEMS, "attack"])
