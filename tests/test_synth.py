@@ -4,10 +4,10 @@ the real loop merges, lints, runs L1 and sends the located diagnostics back."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,53 +25,17 @@ from envc.verify import level1
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPLIES = FIXTURES / "llm" / "ember_league"
+_spec = importlib.util.spec_from_file_location("replay_server", FIXTURES / "llm" / "replay_server.py")
+assert _spec is not None and _spec.loader is not None
+replay_server = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(replay_server)
 PAGES = FIXTURES / "scrape" / "emberdb"
 runner = CliRunner()
 
 
-class Replay(BaseHTTPRequestHandler):
-    """POST /v1/messages -> the recorded reply for (todo item, attempt), read from the request itself."""
-
-    failures: list[tuple[int, dict[str, Any]]] = []  # replies sent before any recorded one (status, body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.requests.append({"path": self.path, "headers": headers, "body": body})  # type: ignore[attr-defined]
-        if self.failures:
-            status, payload = self.failures.pop(0)
-            return self._send(status, payload, {"retry-after-ms": "1"})
-        if self.path != "/v1/messages":
-            return self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
-        first = body["messages"][0]["content"][1]["text"]
-        item = first.split("`")[1]
-        attempt = sum(m["role"] == "user" for m in body["messages"])
-        reply = REPLIES / (f"{item}.json" if attempt == 1 else f"{item}.{attempt}.json")
-        self._send(200, json.loads(reply.read_text()))
-
-    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", "req_replay")
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-
 @pytest.fixture()
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ThreadingHTTPServer, type[Replay]]]:
-    handler = type("ReplayForTest", (Replay,), {"failures": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    server.requests = []  # type: ignore[attr-defined]
-    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    t.start()
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ThreadingHTTPServer, Any]]:
+    server, handler = replay_server.start()
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
     try:
