@@ -12,10 +12,11 @@ Measured, each as the median of the runs (>= 5), in milliseconds:
   process start of a real `envc lint` run, ~0.7 s, not counted); cold_lint is the first such call;
 - lint: `envc.lint` in a warm process, where the parses of unchanged rule bodies are reused;
 - check: the server's own check function (lint, never raising), same edits, same process; outline: the YAML
-  tree and declarations that hover and completion use, built after the diagnostics are out;
+  tree and declarations that hover and completion use, built on the first request after an edit;
 - relint (end to end): the real server as a subprocess over stdio, from sending `didChange` to receiving the
   `publishDiagnostics` of that version, after opening the spec and a few warm-up edits; open: the first check;
-- hover, completion: request round trips on the edited spec.
+- hover, completion: round trips of the first hover after an edit (it builds the outline) and of a completion
+  right after it, on 10 edits.
 
 The edits break a name in a rule body (`zz` appended: an unknown name, a located error) and repair it, in
 bodies spread over the file; every fifth edit inserts a comment line at the top, which moves every body.
@@ -236,23 +237,27 @@ async def end_to_end(path: Path, versions: list[str], warmup: int = 3) -> dict[s
         p = await wait(version)
         if i >= warmup:
             latencies.append(p.at - t0)
-    final = versions[-1]
-    lines = final.split("\n")
-    spot = next(i for i, ln in enumerate(lines) if ln.startswith("state:")) + 1
+    # requests: the first after an edit rebuilds the outline (YAML tree and declarations) of the new text
     hovers, completions = [], []
-    for _ in range(10):
+    for v in versions[:10]:
+        version += 1
+        client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=v)],
+            )
+        )
+        await wait(version)
+        spot = next(i for i, ln in enumerate(v.split("\n")) if ln.startswith("state:")) + 1
+        where = lsp.TextDocumentIdentifier(uri=uri)
         t0 = time.perf_counter()
         await client.text_document_hover_async(
-            lsp.HoverParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=spot, character=3)
-            )
+            lsp.HoverParams(text_document=where, position=lsp.Position(line=spot, character=3))
         )
         hovers.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         await client.text_document_completion_async(
-            lsp.CompletionParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=spot, character=2)
-            )
+            lsp.CompletionParams(text_document=where, position=lsp.Position(line=spot, character=2))
         )
         completions.append(time.perf_counter() - t0)
     await client.shutdown_async(None)

@@ -34,7 +34,16 @@ class Outline:
     index: Index
     ok: bool  # the YAML composed; otherwise `index` is the last one that did (positions may be stale)
     lines: list[str] = field(default_factory=list)
-    let_types: dict[tuple[int, str], str] = field(default_factory=dict)  # (file line, name) -> type, from an IR
+    spec: SpecIR | None = None  # the IR of this text, when it checked clean
+    _let_types: dict[tuple[int, str], str] | None = None
+
+    def let_type(self, line: int, name: str) -> str | None:
+        """The type of the `let` of `name` on file line `line`, when the IR is known (walked on first use)."""
+        if self.spec is None:
+            return None
+        if self._let_types is None:
+            self._let_types = _let_types(self.spec)
+        return self._let_types.get((line, name))
 
     @staticmethod
     def of(path: str, text: str, previous: Outline | None = None, spec: SpecIR | None = None) -> Outline:
@@ -48,7 +57,7 @@ class Outline:
         ok = root is not None
         if not ok and previous is not None:
             index = previous.index
-        return Outline(path, text, index, ok, text.split("\n"), _let_types(spec) if spec is not None else {})
+        return Outline(path, text, index, ok, text.split("\n"), spec)
 
 
 def _let_types(spec: SpecIR) -> dict[tuple[int, str], str]:
@@ -113,7 +122,8 @@ def _locals(o: Outline, cur: _Cursor) -> dict[str, Decl]:
             fl, fc = snip.pos(loc.line, loc.col)
             span = Span(o.path, fl, fc, fl, fc + len(name))
             what = {"let": "let", "loop": "loop variable", "generator": "generator variable"}[loc.kind]
-            typ = ": i32" if loc.kind != "let" else f": {o.let_types[fl, name]}" if (fl, name) in o.let_types else ""
+            ty = "i32" if loc.kind != "let" else o.let_type(fl, name)
+            typ = f": {ty}" if ty else ""
             out[name] = Decl(name, "local", span, f"{what} {name}{typ}")
     return out
 

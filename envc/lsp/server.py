@@ -5,8 +5,8 @@ a spec (`looks_like_spec`: other YAML files the editor hands over, a CI workflow
 run on one worker thread, one at a time per document: an edit that arrives while a check runs marks the
 document dirty, and the check is run once more on the newest text when the first one ends (edits are
 coalesced, never queued up). A re-check is fast because envc.parse keeps the parse of every rule body whose
-text did not change. Hover, completion and go-to-definition answer at once from the document's outline (its
-YAML tree and declarations), rebuilt from the newest text when needed.
+text did not change. Hover, completion and go-to-definition answer from the document's outline (its YAML tree and
+declarations, a few ms to build), rebuilt from the newest text on the first request after an edit.
 """
 
 from __future__ import annotations
@@ -220,13 +220,6 @@ class EnvcLanguageServer(LanguageServer):
                     self.publish(uri, st, result, version)
                 self.tidied += 1
                 await loop.run_in_executor(self.worker, tidy, self.tidied % FULL_GC_EVERY == 0)
-                if st.dirty:
-                    continue
-                # the outline for hover and completion, built while the editor is idle
-                if st.outline is None or st.outline.text != text:
-                    outline = await loop.run_in_executor(self.worker, Outline.of, path, text, st.outline, result.spec)
-                    if self.workspace.get_text_document(uri).source == text:
-                        st.outline = outline
                 if not st.dirty:
                     return
         except Exception:
