@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import statistics
 import time
@@ -134,7 +135,7 @@ def bench(
         return bench_jax(spec, batches, steps, repeats, progress)
     if backend == "rust":
         try:
-            from envc.lower_rust import bench as rust_bench  # type: ignore[import-not-found,unused-ignore]
+            rust_bench = importlib.import_module("envc.lower_rust.bench")
         except ImportError as e:
             raise ValueError(f"the rust backend is not available: {e}") from None
         rows: list[BenchRow] = rust_bench.run(spec, batches, steps, repeats, threads, progress)
