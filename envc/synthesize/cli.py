@@ -36,22 +36,25 @@ def run(draft: str, out: str, config: Config, report_path: str | None = None) ->
 def print_report(report: Report) -> None:
     """Per item: iterations, tokens, cost, status; then the totals against the budget."""
     table = Table(title=f"envc synthesize: {report.model}, budget ${report.max_cost:.2f}")
-    for col in ("item", "target", "iter", "input", "output", "cache read", "cache write", "cost $", "status"):
-        table.add_column(col, justify="left" if col in ("item", "target", "status") else "right")
+    for col in ("item", "iter", "input", "output", "cache read", "cache write", "cost $", "status"):
+        table.add_column(col, justify="left" if col in ("item", "status") else "right")
     for r in report.items:
         status = {"passed": "[green]passed[/green]"}.get(r.status, f"[red]{r.status}[/red]")
         if r.detail and r.status != "passed":
             status += f"\n{r.detail}"
         u = r.usage
         table.add_row(
-            r.name, r.target, str(r.iterations), f"{u.input:,}", f"{u.output:,}", f"{u.cache_read:,}",
+            r.name, str(r.iterations), f"{u.input:,}", f"{u.output:,}", f"{u.cache_read:,}",
             f"{u.cache_write:,}", f"{r.cost:.4f}", status,
         )  # fmt: skip
     u = report.usage
     passed = sum(r.status == "passed" for r in report.items)
     table.add_section()
     table.add_row(
-        "total", f"{passed}/{len(report.items)} passed", str(sum(r.iterations for r in report.items)),
+        f"total: {passed}/{len(report.items)} passed", str(sum(r.iterations for r in report.items)),
         f"{u.input:,}", f"{u.output:,}", f"{u.cache_read:,}", f"{u.cache_write:,}", f"{report.cost:.4f}", "",
     )  # fmt: skip
-    Console(width=160).print(table)
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=132)  # piped: wide enough for the item names instead of rich's default 80
+    out.print(table)
