@@ -65,6 +65,9 @@ def build_draft(pages: list[PageContent], name: str | None = None, players: int 
         raise ValueError("no pages")
     rules_pages = [p for p in pages if not p.card_list] or pages[:1]
     cards_raw, other_raw = _split_cards(pages)
+    names = {"cards", "apply_effect", DRAFT_FIELD, DRAFT_OBS}
+    for raw in other_raw:  # table names: unique across pages, never a reserved word
+        raw.name = ident(raw.name + ("_table" if raw.name in RESERVED else ""), names, "table")
     energy = Energy()
     scan_energy(([cards_raw] if cards_raw else []) + other_raw, energy)
     taken_types = set(RESERVED) | {t.name for t in other_raw} | {"cards"}

@@ -178,7 +178,7 @@ def _looks_like_html(body: bytes) -> bool:
     head = body[:1024].lstrip().lower()
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:].lstrip()
-    starts = (b"<!doctype html", b"<html", b"<head", b"<body", b"<!--", b"<meta", b"<title", b"<h1", b"<p")
+    starts = (b"<!doctype html", b"<html", b"<head", b"<body", b"<!--", b"<meta", b"<title", b"<h1", b"<p", b"<?xml")
     return head.startswith(starts)
 
 

@@ -23,7 +23,11 @@ def run(draft: str, out: str, config: Config, report_path: str | None = None) ->
         return 2
     print_report(report)
     if report_path:
-        write_atomic(report_path, dump_report(report))
+        try:
+            write_atomic(report_path, dump_report(report))
+        except OSError as e:
+            err.print(f"[red]error:[/red] cannot write {report_path}: {e.strerror or e}", highlight=False)
+            return 2
     if report.error:
         err.print(f"[red]error:[/red] {report.error}", highlight=False, soft_wrap=True)
     if report.output:

@@ -124,6 +124,8 @@ class Client:
             raise SynthError("the Anthropic API did not answer in time") from None
         except a.APIConnectionError as e:
             raise SynthError(f"cannot reach the Anthropic API: {e}") from None
+        except ValueError as e:  # the SDK refuses some requests before sending them (e.g. too many max_tokens)
+            raise SynthError(f"the anthropic SDK refused the request: {e}") from None
         u = msg.usage
         usage = Usage(
             u.input_tokens or 0, u.output_tokens or 0, u.cache_read_input_tokens or 0,
