@@ -89,8 +89,8 @@ def contract(item: Item, spec: dict[str, Any], pending: list[Item]) -> str:
         lines = [
             "You write the game itself: sections `state` and `observation` (required), and as needed `types`,",
             "`constants`, `params`, `functions`, `procedures`, `reset`, `actions`, `rules`, `reward`,",
-            "`terminated`, `truncated`, `invariants`. Replace the placeholders " + f"`{DRAFT_FIELD}`, "
-            f"`{DRAFT_OBS}` and the action `{DRAFT_ACTION}` (they are dropped).",
+            "`terminated`, `truncated`, `invariants`. Your `state` and `observation` replace the draft's",
+            f"placeholders `{DRAFT_FIELD}` and `{DRAFT_OBS}`.",
             "The tables and the enums declared by the draft are data from the pages: use them, do not redeclare them.",
             "Keep every state change consistent with the rules text, and give the game invariants that",
             "the tests can check (for example: cards are conserved, counts stay in range).",
