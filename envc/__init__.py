@@ -21,7 +21,7 @@ def build(
     params: Mapping[str, Any] | None = None,
     strict: bool = True,
 ) -> Any:
-    """An environment for `spec` (an IR or a path) on `backend`; only "reference" exists so far."""
+    """An environment for `spec` (an IR or a path) on `backend`: "reference", "jax" or "rust"."""
     if not isinstance(spec, SpecIR):
         spec = load(str(spec))
     if backend == "reference":
@@ -32,4 +32,11 @@ def build(
         from envc.lower_jax.build import JaxEnv
 
         return JaxEnv(spec, params=dict(params or {}))
-    raise ValueError(f"backend '{backend}' is not available yet (have: reference, jax)")
+    if backend == "rust":
+        from envc.lower_rust.build import RustBuildError, RustEnv
+
+        try:
+            return RustEnv(spec, params=params)
+        except RustBuildError as e:
+            raise ValueError(str(e)) from None
+    raise ValueError(f"backend '{backend}' is not available (have: reference, jax, rust)")

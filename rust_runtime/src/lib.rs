@@ -13,6 +13,7 @@ pub mod ops;
 #[cfg(feature = "python")]
 pub mod py;
 pub mod rng;
+pub mod zone;
 
 pub use batch::{Actions, Batch, Out, RolloutStats};
 pub use env::{Action, ArrayMut, ArrayRef, ArraySpec, DType, Env, Full, ObsRows};

@@ -208,6 +208,58 @@ pub fn atan2(y: f32, x: f32) -> f32 {
     (y as f64).atan2(x as f64) as f32
 }
 
+/// `min` over a generator or array (Python's: the first element, replaced by any smaller one), `empty` if none.
+#[inline(always)]
+pub fn min_of<T: PartialOrd + Copy>(it: impl Iterator<Item = T>, empty: T) -> T {
+    let mut best: Option<T> = None;
+    for v in it {
+        best = match best {
+            Some(b) if !(v < b) => Some(b),
+            _ => Some(v),
+        };
+    }
+    best.unwrap_or(empty)
+}
+
+/// `max` over a generator or array (Python's: the first element, replaced by any larger one), `empty` if none.
+#[inline(always)]
+pub fn max_of<T: PartialOrd + Copy>(it: impl Iterator<Item = T>, empty: T) -> T {
+    let mut best: Option<T> = None;
+    for v in it {
+        best = match best {
+            Some(b) if !(v > b) => Some(b),
+            _ => Some(v),
+        };
+    }
+    best.unwrap_or(empty)
+}
+
+#[inline(always)]
+fn arg_of<T: PartialOrd + Copy>(it: impl Iterator<Item = (i32, T)>, better: impl Fn(T, T) -> bool) -> i32 {
+    let mut best = -1i32;
+    let mut value: Option<T> = None;
+    for (p, v) in it {
+        // As the reference: a negative position counts as "nothing chosen yet".
+        if best < 0 || value.is_some_and(|b| better(v, b)) {
+            best = p;
+            value = Some(v);
+        }
+    }
+    best
+}
+
+/// `argmax`: the position of the first largest value, -1 if none.
+#[inline(always)]
+pub fn argmax_of<T: PartialOrd + Copy>(it: impl Iterator<Item = (i32, T)>) -> i32 {
+    arg_of(it, |v, b| v > b)
+}
+
+/// `argmin`: the position of the first smallest value, -1 if none.
+#[inline(always)]
+pub fn argmin_of<T: PartialOrd + Copy>(it: impl Iterator<Item = (i32, T)>) -> i32 {
+    arg_of(it, |v, b| v < b)
+}
+
 /// A copy of `n` = `N` elements of `data` from `offset` (an array-valued read).
 #[inline(always)]
 pub fn row<T: Copy, const N: usize>(data: &[T], offset: usize) -> [T; N] {

@@ -83,3 +83,94 @@ pub fn buffer<'a, T: numpy::Element>(name: &str, a: &'a mut PyReadwriteArrayDyn<
     }
     Ok(s)
 }
+
+mod rngfns {
+    use pyo3::prelude::*;
+
+    use crate::rng;
+
+    type PyKey = (u32, u32);
+
+    fn k(key: PyKey) -> rng::Key {
+        [key.0, key.1]
+    }
+
+    /// `jax.random.PRNGKey(seed)` as two words.
+    #[pyfunction]
+    pub fn key_from_seed(seed: i64) -> PyKey {
+        let k = rng::key_from_seed(seed);
+        (k[0], k[1])
+    }
+
+    /// `jax.random.fold_in(key, data)`.
+    #[pyfunction]
+    pub fn fold_in(key: PyKey, data: u32) -> PyKey {
+        let k = rng::fold_in(k(key), data);
+        (k[0], k[1])
+    }
+
+    /// `jax.random.split(key, num)`.
+    #[pyfunction]
+    #[pyo3(signature = (key, num=2))]
+    pub fn split(key: PyKey, num: usize) -> Vec<PyKey> {
+        let mut out = vec![[0u32; 2]; num];
+        rng::split(k(key), &mut out);
+        out.into_iter().map(|w| (w[0], w[1])).collect()
+    }
+
+    /// `jax.random.bits(key, (n,), uint32)`.
+    #[pyfunction]
+    pub fn bits(key: PyKey, n: usize) -> Vec<u32> {
+        let mut out = vec![0u32; n];
+        rng::bits(k(key), &mut out);
+        out
+    }
+
+    /// `jax.random.uniform(key, (), float32, lo, hi)`.
+    #[pyfunction]
+    pub fn uniform(key: PyKey, lo: f32, hi: f32) -> f32 {
+        rng::uniform(k(key), lo, hi)
+    }
+
+    /// `jax.random.randint(key, (), lo, hi, int32)`.
+    #[pyfunction]
+    pub fn randint(key: PyKey, lo: i64, hi: i64) -> i32 {
+        rng::randint(k(key), lo, hi)
+    }
+
+    /// `jax.random.bernoulli(key, p)`.
+    #[pyfunction]
+    pub fn bernoulli(key: PyKey, p: f32) -> bool {
+        rng::bernoulli(k(key), p)
+    }
+
+    /// envc's `choice` over a mask.
+    #[pyfunction]
+    pub fn choice_mask(key: PyKey, mask: Vec<bool>) -> usize {
+        rng::choice_mask(k(key), mask.iter().copied())
+    }
+
+    /// envc's shuffle permutation.
+    #[pyfunction]
+    pub fn shuffle_order(key: PyKey, capacity: usize, count: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        rng::shuffle_order(k(key), capacity, count, &mut out);
+        out
+    }
+}
+
+/// Add the runtime's generator (`key_from_seed`, `fold_in`, `split`, `bits`, `uniform`, `randint`, `bernoulli`,
+/// `choice_mask`, `shuffle_order`) to a module.
+pub fn register_rng(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    use rngfns::*;
+    m.add_function(wrap_pyfunction!(key_from_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_in, m)?)?;
+    m.add_function(wrap_pyfunction!(split, m)?)?;
+    m.add_function(wrap_pyfunction!(bits, m)?)?;
+    m.add_function(wrap_pyfunction!(uniform, m)?)?;
+    m.add_function(wrap_pyfunction!(randint, m)?)?;
+    m.add_function(wrap_pyfunction!(bernoulli, m)?)?;
+    m.add_function(wrap_pyfunction!(choice_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(shuffle_order, m)?)?;
+    Ok(())
+}

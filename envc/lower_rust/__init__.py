@@ -1,0 +1,503 @@
+"""Lower a checked spec to a Rust crate with a Python extension module (codegen_templates/rust/*.j2 from the IR).
+
+The crate implements `envc_runtime::Env` (rust_runtime/): plain functions of the state for the reset, each action
+kind's legality and effect, the rules, rewards, termination and the observation; the runtime supplies the step
+protocol, the rayon batch driver and the numpy glue.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from envc import __version__, ir
+from envc.ir import DType
+from envc.lower_rust.emit import (
+    ARRAY_KIND,
+    RUST,
+    Analysis,
+    Ctx,
+    Emitter,
+    Names,
+    comment_lines,
+    conv,
+    f32_literal,
+    int_literal,
+    paren,
+    rust_str,
+)
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE.parent / "templates" / "rust"
+RUNTIME = HERE.parent / "rust_runtime"
+NUMPY = {
+    DType.BOOL: "np.bool_",
+    DType.I8: "np.int8",
+    DType.I16: "np.int16",
+    DType.I32: "np.int32",
+    DType.U32: "np.uint32",
+    DType.F32: "np.float32",
+}
+
+
+@dataclass(frozen=True)
+class Function:
+    """One generated Rust function."""
+
+    name: str
+    args: str
+    ret: str
+    body: list[str]
+    doc: list[str]
+    inline: bool = True
+    public: bool = False
+
+
+class Lowering:
+    """Everything the templates need, computed once from the IR."""
+
+    def __init__(self, spec: ir.SpecIR):
+        self.spec = spec
+        self.names = Names()
+        self.an = Analysis(spec)
+        self.names.reserve("item", "Spec")
+        self.enums = {e.name: len(e.members) for e in spec.enums}
+        self.functions: list[Function] = []
+
+    # ---- helpers ---------------------------------------------------------
+    def emitter(self) -> Emitter:
+        return Emitter(self.spec, self.names, self.an)
+
+    def sig(self, body: object, mutable: bool, key: bool) -> list[str]:
+        """The leading arguments of a function over `body`."""
+        st = "st" if self.an.uses(body, "state") else "_st"
+        prm = "prm" if self.an.uses(body, "params") else "_prm"
+        args = [f"{st}: &{'mut ' if mutable else ''}State", f"{prm}: &Params"]
+        if key:
+            args.append("key: Key")
+        return args
+
+    def local(self, name: str) -> str:
+        return self.names.get("local", name)
+
+    def ty(self, t: ir.Ty) -> str:
+        return RUST[t.dtype]
+
+    # ---- functions ---------------------------------------------------------
+    def callables(self) -> None:
+        for c in self.spec.callables:
+            em = self.emitter()
+            params = [self.arg(n, self.ty(t), c.body) for n, t in c.params]
+            doc = [f"/// {'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec.", "#[allow(dead_code)]"]
+            if c.returns is not None:
+                em.block(c.body[:-1], Ctx())
+                last = c.body[-1]
+                assert isinstance(last, ir.ReturnS)
+                em.line(conv(em.expr(last.value, Ctx()), last.value.ty, c.returns, self.enums))
+                args = self.sig(c.body, False, False) + params
+                self.functions.append(Function(self.names.get("item", c.name), ", ".join(args), self.ty(c.returns), em.lines, doc))
+            else:
+                key = self.an.draws(c.body)
+                em.block(c.body, Ctx("key" if key else None))
+                args = self.sig(c.body, True, key) + params
+                self.functions.append(Function(self.names.get("item", c.name), ", ".join(args), "", em.lines, doc))
+
+    def writer(self, name: str, stmts: tuple[ir.Stmt, ...], doc: str, extra: list[str] | None = None,
+               ranges: dict[str, tuple[int, int]] | None = None, action: bool = False) -> Function:
+        em = self.emitter()
+        key = self.an.draws(stmts)
+        ctx = Ctx("key" if key else None, dict(ranges or {}), action=action)
+        em.block(stmts, ctx)
+        args = self.sig(stmts, True, key) + (extra or [])
+        return Function(name, ", ".join(args), "", em.lines, [f"/// {doc}"])
+
+    def expr_fn(self, name: str, x: ir.Expr, ret: ir.Ty, doc: str, extra: list[str] | None = None,
+                ranges: dict[str, tuple[int, int]] | None = None) -> Function:
+        em = self.emitter()
+        em.line(conv(em.expr(x, Ctx(None, dict(ranges or {}))), x.ty, ret, self.enums))
+        return Function(name, ", ".join(self.sig(x, False, False) + (extra or [])), self.ty(ret), em.lines, [f"/// {doc}"])
+
+    def arg(self, name: str, ty: str, body: object) -> str:
+        """A function argument for local `name`, `_`-prefixed when `body` never reads it."""
+        used = bool(Analysis.mentions(body, {name}))
+        return f"{'' if used else '_'}{self.local(name)}: {ty}"
+
+    def action_params(self, a: ir.ActionKind, body: object) -> tuple[list[str], dict[str, tuple[int, int]]]:
+        args = [self.arg(p.name, self.ty(p.ty), body) for p in a.params]
+        return args, {p.name: (p.start, p.stop) for p in a.params}
+
+    def decode(self, a: ir.ActionKind, local: str) -> list[str]:
+        """Rust expressions of each parameter's value for the kind-local id `local` (row-major)."""
+        out = []
+        sizes = [p.stop - p.start for p in a.params]
+        for j, p in enumerate(a.params):
+            inner = math.prod(sizes[j + 1 :])
+            v = local if inner == 1 else f"{local} / {inner}"
+            if j > 0:
+                v = f"({v}) % {sizes[j]}" if inner != 1 else f"{local} % {sizes[j]}"
+            v = f"{paren(v)} as {self.ty(p.ty)}"
+            if p.start:
+                v = f"{v} + {int_literal(p.start, p.ty.dtype)}"
+            out.append(v)
+        return out
+
+    def actions(self) -> None:
+        spec = self.spec
+        for a in spec.actions:
+            kind = self.names.get("kind", a.name)
+            params, ranges = self.action_params(a, a.effect)
+            self.functions.append(self.writer(f"effect_{kind}", a.effect, f"Effect of action kind `{a.name}`.", params, ranges))
+            params, ranges = self.action_params(a, a.legal)
+            self.functions.append(self.expr_fn(f"legal_{kind}", a.legal, ir.BOOL, f"Is `{a.name}` legal?", params, ranges))
+        if spec.box is not None:
+            self.functions.append(self.writer("effect_box", spec.box.effect, "Effect of the continuous action.", ["action: &[f32]"], action=True))
+        self.functions.append(self.dispatch())
+        self.functions.append(self.is_legal())
+        self.functions.append(self.legal_mask())
+
+    def dispatch(self) -> Function:
+        lines = []
+        key = any(self.an.draws(a.effect) for a in self.spec.actions)
+        if self.spec.actions:
+            lines.append("    match id {")
+            for a in self.spec.actions:
+                kind = self.names.get("kind", a.name)
+                local = f"id - {a.offset}" if a.offset else "id"
+                vals = self.decode(a, paren(local) if a.offset else "id")
+                args = ["st", "prm"] + (["key"] if self.an.draws(a.effect) else []) + vals
+                lines.append(f"        {a.offset}..={a.offset + a.size - 1} => effect_{kind}({', '.join(args)}),")
+            lines.append("        _ => {}")
+            lines.append("    }")
+        args = ["st: &mut State", "prm: &Params", f"{'key' if key else '_key'}: Key", "id: usize"]
+        return Function("apply_action", ", ".join(args), "", lines, ["/// Run the effect of action id `id`."])
+
+    def is_legal(self) -> Function:
+        lines = []
+        if self.spec.actions:
+            lines.append("    match id {")
+            for a in self.spec.actions:
+                kind = self.names.get("kind", a.name)
+                vals = self.decode(a, f"(id - {a.offset})" if a.offset else "id")
+                lines.append(f"        {a.offset}..={a.offset + a.size - 1} => legal_{kind}({', '.join(['st', 'prm', *vals])}),")
+            lines.append("        _ => false,")
+            lines.append("    }")
+        else:
+            lines.append("    false")
+        return Function("is_legal", "st: &State, prm: &Params, id: usize", "bool", lines, ["/// Is action id `id` legal?"])
+
+    def legal_mask(self) -> Function:
+        """Every kind's ids, with each conjunct of `legal` tested in the outermost loop that binds its params."""
+        em = self.emitter()
+        for a in self.spec.actions:
+            em.line(f"// {a.name}: ids {a.offset}..{a.offset + a.size}")
+            conj: list[ir.Expr] = []
+            stack: list[ir.Expr] = [a.legal]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, ir.Binary) and x.op == "and":
+                    stack += [x.b, x.a]
+                else:
+                    conj.append(x)
+            names = [p.name for p in a.params]
+            level: list[list[ir.Expr]] = [[] for _ in range(len(names) + 1)]
+            for c in conj:
+                if isinstance(c, ir.Lit) and c.value is True:
+                    continue
+                used = Analysis.mentions(c, set(names))
+                level[max((names.index(n) + 1 for n in used), default=0)].append(c)
+            ctx = Ctx()
+            closes = 0
+            sizes = [p.stop - p.start for p in a.params]
+            for depth in range(len(names) + 1):
+                if depth > 0:
+                    p = a.params[depth - 1]
+                    em.line(f"for {self.local(p.name)} in {p.start}..{p.stop}{self.ty(p.ty)} {{")
+                    em.depth += 1
+                    closes += 1
+                    ctx = ctx.with_range(p.name, p.start, p.stop)
+                tests = [em.expr(c, ctx) for c in level[depth]]
+                if depth < len(names):
+                    if tests:
+                        em.line(f"if {_conj(tests)} {{")
+                        em.depth += 1
+                        closes += 1
+                    continue
+                terms = [str(a.offset)] if a.offset else []
+                for j, p in enumerate(a.params):
+                    inner = math.prod(sizes[j + 1 :])
+                    v = self.local(p.name)
+                    v = f"({v} - {int_literal(p.start, p.ty.dtype)})" if p.start else v
+                    v = f"{v} as usize"
+                    terms.append(v if inner == 1 else f"({v}) * {inner}")
+                idx = " + ".join(terms) or "0"
+                em.line(f"mask[{idx}] = {_conj(tests) if tests else 'true'};")
+            for _ in range(closes):
+                em.depth -= 1
+                em.line("}")
+        st = "st" if self.an.uses(tuple(a.legal for a in self.spec.actions), "state") else "_st"
+        prm = "prm" if self.an.uses(tuple(a.legal for a in self.spec.actions), "params") else "_prm"
+        return Function(
+            "legal_mask",
+            f"{st}: &State, {prm}: &Params, {'mask' if self.spec.actions else '_mask'}: &mut [bool]",
+            "",
+            em.lines,
+            ["/// Set `mask[id]` for every legal action id (`mask` arrives all false)."],
+        )
+
+    def rules(self) -> None:
+        em = self.emitter()
+        code = tuple(r.when for r in self.spec.rules) + tuple(r.body for r in self.spec.rules)
+        key = self.an.draws(code)
+        ctx = Ctx("key" if key else None)
+        for r in self.spec.rules:
+            em.line(f"// rule {r.name}")
+            if isinstance(r.when, ir.Lit) and r.when.value is True:
+                em.line("{")
+                with em.indented():
+                    em.block(r.body, ctx)
+                em.line("}")
+            else:
+                em.s_if(ir.IfS(cond=r.when, then=r.body, span=r.when.span), ctx)
+        names = ", ".join(r.name for r in self.spec.rules) or "none"
+        args = self.sig(code, True, key) + ([] if key else ["_key: Key"])
+        self.functions.append(Function("apply_rules", ", ".join(args), "", em.lines, [f"/// The automatic rules, in order ({names})."]))
+
+    def observe(self) -> Function:
+        em = self.emitter()
+        em.block(self.spec.observation, Ctx(None, {}, obs=True))
+        args = self.sig(self.spec.observation, False, False) + [self.arg("p", "i32", self.spec.observation), "obs: &mut Obs"]
+        return Function("observe", ", ".join(args), "", em.lines, ["/// Write player `p`'s observation into `obs` (zeroed)."])
+
+    def invariants(self) -> Function:
+        em = self.emitter()
+        for i, (name, x) in enumerate(self.spec.invariants):
+            em.line(f"// {name}")
+            em.line(f"ok[{i}] = {em.expr(x, Ctx())};")
+        body = tuple(x for _, x in self.spec.invariants)
+        args = self.sig(body, False, False) + [f"{'ok' if self.spec.invariants else '_ok'}: &mut [bool]"]
+        return Function("invariants", ", ".join(args), "", em.lines, ["/// Each invariant's truth value, in `INVARIANTS` order."])
+
+    def all_functions(self) -> list[Function]:
+        spec = self.spec
+        self.callables()
+        self.functions.append(self.writer("reset", spec.reset, "The reset body (fields start at their `init` values)."))
+        if not self.an.draws(spec.reset):
+            f = self.functions[-1]
+            self.functions[-1] = Function(f.name, f.args + ", _key: Key", "", f.body, f.doc)
+        self.actions()
+        self.rules()
+        self.functions.append(
+            self.expr_fn(
+                "reward", spec.reward, ir.F32, "Reward of player `p` for the last transition.",
+                [self.arg("p", "i32", spec.reward)], {"p": (0, spec.players)},
+            )
+        )
+        self.functions.append(self.expr_fn("is_terminated", spec.terminated, ir.BOOL, "Has the episode ended?"))
+        self.functions.append(self.expr_fn("is_truncated", spec.truncated, ir.BOOL, "Has the episode been cut off?"))
+        self.functions.append(self.observe())
+        self.functions.append(self.invariants())
+        return self.functions
+
+    # ---- declarations -------------------------------------------------------
+    def value(self, v: bool | int | float, ty: ir.Ty) -> str:
+        if ty.dtype is DType.BOOL:
+            return "true" if v else "false"
+        if ty.dtype is DType.F32:
+            return f32_literal(float(v))
+        return int_literal(int(v), ty.dtype)
+
+    def array_init(self, values: tuple[bool | int | float, ...], ty: ir.Ty) -> str:
+        n = len(values)
+        if not ty.shape:
+            return self.value(values[0], ty)
+        if len(set(values)) == 1:
+            return f"[{self.value(values[0], ty)}; {n}]"
+        return "[" + ", ".join(self.value(v, ty) for v in values) + "]"
+
+    def context(self) -> dict[str, object]:
+        spec = self.spec
+        functions = self.all_functions()
+        enums = [
+            {
+                "name": self.names.get("item", e.name, "camel"),
+                "doc": comment_lines(e.doc or f"Members of the enum `{e.name}`.", "/// "),
+                "members": [(self.names.get("enum:" + e.name, m, "upper"), i, m) for i, m in enumerate(e.members)],
+            }
+            for e in spec.enums
+        ]
+        consts = []
+        for c in spec.consts:
+            name = self.names.get("item", c.name, "upper")
+            kind = "const" if not c.ty.shape else "static"
+            ty = self.ty(c.ty) if not c.ty.shape else f"[{self.ty(c.ty)}; {len(c.values)}]"
+            consts.append({"kind": kind, "name": name, "ty": ty, "value": self.array_init(c.values, c.ty),
+                           "doc": comment_lines(c.doc or f"`{c.name}`, shape {list(c.ty.shape)}", "/// ")})
+        params = [
+            {"name": self.names.get("param", p.name), "spec": p.name, "ty": self.ty(p.ty), "dtype": p.ty.dtype.value,
+             "default": self.value(p.default, p.ty), "doc": comment_lines(p.doc, "/// ") if p.doc.strip() else []}
+            for p in spec.params
+            if not p.static
+        ]
+        fields = []
+        for f in spec.fields:
+            n = math.prod(f.ty.shape)
+            fields.append({
+                "name": self.names.get("field", f.name), "spec": f.name, "ty": self.ty(f.ty),
+                "rust_ty": self.ty(f.ty) if not f.ty.shape else f"[{self.ty(f.ty)}; {n}]",
+                "init": self.array_init(f.init, f.ty), "shape": list(f.ty.shape), "size": n,
+                "kind": ARRAY_KIND[f.ty.dtype], "scalar": not f.ty.shape,
+                "doc": comment_lines(f.doc or f"`{f.name}`" + (f", shape {list(f.ty.shape)}" if f.ty.shape else ""), "/// "),
+            })
+        obs = []
+        for o in spec.obs_fields:
+            n = math.prod(o.ty.shape)
+            obs.append({
+                "name": self.names.get("obs", o.name), "spec": o.name, "ty": self.ty(o.ty), "size": n,
+                "rust_ty": self.ty(o.ty) if not o.ty.shape else f"[{self.ty(o.ty)}; {n}]",
+                "zero": "false" if o.ty.dtype is DType.BOOL else ("0.0" if o.ty.dtype is DType.F32 else "0"),
+                "shape": list(o.ty.shape), "kind": ARRAY_KIND[o.ty.dtype], "scalar": not o.ty.shape,
+                "dtype": o.ty.dtype, "low": o.low, "high": o.high,
+            })
+        step_draws = self.an.draws(tuple(a.effect for a in spec.actions) + tuple(r.body for r in spec.rules)) or (
+            spec.box is not None and self.an.draws(spec.box.effect)
+        )
+        return {
+            "spec": spec,
+            "version": __version__,
+            "doc": comment_lines(spec.doc, "//! ") if spec.doc.strip() else [],
+            "enums": enums,
+            "consts": consts,
+            "params": params,
+            "fields": fields,
+            "obs": obs,
+            "functions": functions,
+            "invariants": [rust_str(n) for n, _ in spec.invariants],
+            "step_draws": "true" if step_draws else "false",
+            "name_literal": rust_str(spec.name),
+            "penalty": f32_literal(spec.illegal_action_penalty),
+            "action_size": math.prod(spec.box.shape) if spec.box is not None else 0,
+            "step_count": self.names.get("field", "step_count"),
+            "current_player": self.names.get("field", "current_player"),
+            "rust_str": rust_str,
+        }
+
+
+def _conj(tests: list[str]) -> str:
+    return tests[0] if len(tests) == 1 else " && ".join(paren(t) for t in tests)
+
+
+def _env(loader_dir: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(loader_dir)),
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+    env.filters["pyrepr"] = repr
+    env.filters["rust_str"] = rust_str
+    return env
+
+
+def runtime_files() -> dict[str, str]:
+    """The envc-runtime crate's sources, relative path -> text (vendored into every compiled package)."""
+    out = {}
+    for rel in ("Cargo.toml", "Cargo.lock", *(f"src/{p.name}" for p in sorted((RUNTIME / "src").glob("*.rs")))):
+        out[rel] = (RUNTIME / rel).read_text()
+    return out
+
+
+def runtime_digest() -> str:
+    """A hash of the vendored runtime's sources."""
+    h = hashlib.sha256()
+    for rel, text in sorted(runtime_files().items()):
+        h.update(rel.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()
+
+
+def crate_lock(package: str, version: str) -> str:
+    """A Cargo.lock for a generated crate: the runtime's pinned versions plus an entry for the crate itself."""
+    head, _, rest = (RUNTIME / "Cargo.lock").read_text().partition("[[package]]")
+    blocks = ["[[package]]" + b for b in rest.split("[[package]]")]
+    mine = (
+        f'[[package]]\nname = "{package}"\nversion = "{version}"\n'
+        'dependencies = [\n "envc-runtime",\n "numpy",\n "pyo3",\n]\n\n'
+    )
+    blocks.append(mine)
+    blocks.sort(key=lambda b: b.split('name = "', 1)[1].split('"', 1)[0])
+    return head + "".join(b if b.endswith("\n\n") else b.rstrip("\n") + "\n\n" for b in blocks).rstrip("\n") + "\n"
+
+
+def cargo_version(version: str) -> str:
+    """A semver `x.y.z` for Cargo from a spec version like `1.0` or `2.1.3rc1`."""
+    nums = re.findall(r"\d+", version.split("a")[0].split("b")[0].split("rc")[0])[:3]
+    return ".".join((nums + ["0", "0", "0"])[:3])
+
+
+def render(
+    spec: ir.SpecIR,
+    spec_text: str,
+    package: str,
+    runtime_path: str = "runtime",
+    dist_name: str | None = None,
+    extra_deps: tuple[str, ...] = (),
+    python_packages: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """The files of the generated crate and Python package, path -> text (the runtime is vendored by the caller)."""
+    low = Lowering(spec)
+    ctx = low.context()
+    ctx.update(
+        {
+            "package": package,
+            "dist_name": dist_name or package,
+            "extra_deps": list(extra_deps),
+            "python_packages": list(python_packages),
+            "cargo_version": cargo_version(spec.version),
+            "sha": hashlib.sha256(spec_text.encode()).hexdigest()[:12],
+            "runtime_path": runtime_path,
+            "obs_spaces": [_obs_space(o) for o in spec.obs_fields],
+            "numpy": NUMPY,
+            "action_low": spec.box.low if spec.box is not None else 0.0,
+            "action_high": spec.box.high if spec.box is not None else 0.0,
+            "action_shape": tuple(spec.box.shape) if spec.box is not None else (),
+        }
+    )
+    env = _env(TEMPLATES)
+    files = {
+        "Cargo.toml": env.get_template("Cargo.toml.j2").render(ctx),
+        "src/env.rs": env.get_template("env.rs.j2").render(ctx),
+        "src/lib.rs": env.get_template("lib.rs.j2").render(ctx),
+        f"python/{package}/__init__.py": env.get_template("__init__.py.j2").render(ctx),
+        f"python/{package}/gym.py": env.get_template("gym.py.j2").render(ctx),
+        "pyproject.toml": env.get_template("pyproject.toml.j2").render(ctx),
+        "README.md": env.get_template("README.md.j2").render(ctx),
+    }
+    return files
+
+
+def _obs_space(o: ir.ObsFieldInfo) -> dict[str, object]:
+    """Declared bounds of an observation part, else its dtype's range."""
+    dt = o.ty.dtype
+    if dt is DType.BOOL:
+        lo, hi = 0.0, 1.0
+    elif dt is DType.F32:
+        lo, hi = -math.inf, math.inf
+    else:
+        lo, hi = (float(x) for x in dt.int_range)
+    lo = o.low if o.low is not None else lo
+    hi = o.high if o.high is not None else hi
+    if dt is not DType.F32:
+        return {"name": o.name, "low": repr(int(lo)), "high": repr(int(hi)), "shape": tuple(o.ty.shape), "dtype": NUMPY[dt]}
+    return {"name": o.name, "low": _pyfloat(lo), "high": _pyfloat(hi), "shape": tuple(o.ty.shape), "dtype": NUMPY[dt]}
+
+
+def _pyfloat(v: float) -> str:
+    if math.isinf(v):
+        return "-np.inf" if v < 0 else "np.inf"
+    return repr(float(v))

@@ -1,0 +1,822 @@
+"""IR -> Rust source: one Rust function per generated function, statements as Rust statements.
+
+Values keep their spec types (`i8` .. `f32`, enums as `i8` member indices); integers wrap with `wrapping_*`
+and floor-divide with `envc_runtime::ops::Int`; reads clamp their indices and writes out of range are dropped
+(`ops::ix`, `ops::wx`) unless the index is statically in range. Reductions become iterator chains, so they
+short-circuit like the reference's generators. Every identifier comes from `Names`, which never hands a spec
+name to Rust unescaped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from envc import ir
+from envc.ir import DType, Ty
+
+RUST = {
+    DType.BOOL: "bool",
+    DType.I8: "i8",
+    DType.I16: "i16",
+    DType.I32: "i32",
+    DType.U32: "u32",
+    DType.F32: "f32",
+}
+ARRAY_KIND = {
+    DType.BOOL: "Bool",
+    DType.I8: "I8",
+    DType.I16: "I16",
+    DType.I32: "I32",
+    DType.U32: "U32",
+    DType.F32: "F32",
+}
+
+KEYWORDS = frozenset(
+    "as break const continue crate else enum extern false fn for if impl in let loop match mod move mut pub ref "
+    "return self Self static struct super trait true type unsafe use where while async await dyn abstract become "
+    "box do final macro override priv typeof unsized virtual yield try gen union macro_rules".split()
+)
+# Names the generated code itself uses: spec names are escaped away from them.
+INTERNAL = frozenset(
+    "st prm key obs mask ok id action local rt rng ops zone Key State Params Obs ObsRows Spec NUM_PLAYERS NUM_ACTIONS "
+    "std core alloc Some None Ok Err Option Result Vec Box String Default Clone Copy Send Sync Sized Drop Fn FnMut "
+    "FnOnce Iterator IntoIterator Into From Eq PartialEq Ord PartialOrd ToString ToOwned AsRef AsMut Debug "
+    "fresh reset apply_rules apply_action is_legal legal_mask reward is_terminated is_truncated observe invariants "
+    "effect_box main i8 i16 i32 i64 u8 u16 u32 u64 usize isize f32 f64 bool char str".split()
+)
+
+
+def _sanitize(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name) or "_"
+    return "n" + s if s[0].isdigit() else s
+
+
+class Names:
+    """Injective spec-name -> Rust-identifier maps, one per namespace; internal names are never handed out."""
+
+    def __init__(self) -> None:
+        self._maps: dict[str, dict[str, str]] = {}
+        self._taken: dict[str, set[str]] = {}
+
+    def get(self, space: str, name: str, style: str = "keep") -> str:
+        """The identifier of `name` in `space` (`style`: keep, upper, or camel)."""
+        m = self._maps.setdefault(space, {})
+        if name in m:
+            return m[name]
+        taken = self._taken.setdefault(space, set())
+        base = _sanitize(name)
+        if style == "upper":
+            base = base.upper()
+        elif style == "camel":
+            base = base[:1].upper() + base[1:]
+        cand = base
+        internal = space in ("local", "item")  # other spaces are struct fields, reached through `st.`, `prm.`, ...
+        if cand in KEYWORDS or cand in ("self", "Self", "crate", "super") or (
+            internal and (cand in INTERNAL or (style == "keep" and cand.startswith("_")))
+        ):
+            cand += "_"
+        first, n = cand, 1
+        while cand in taken:
+            n += 1
+            cand = f"{first}{n}" if style == "camel" else f"{first}_{n}"
+        taken.add(cand)
+        m[name] = cand
+        return cand
+
+    def reserve(self, space: str, ident: str) -> None:
+        """Keep `ident` out of `space` (for the generated items' own names)."""
+        self._taken.setdefault(space, set()).add(ident)
+
+
+def rust_str(s: str) -> str:
+    """A Rust string literal of `s`, every character that is not printable ASCII escaped."""
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out.append(f"\\u{{{ord(ch):x}}}")
+    return '"' + "".join(out) + '"'
+
+
+def comment_lines(text: str, prefix: str = "// ") -> list[str]:
+    """`text` as line comments: control, format and separator characters are shown escaped, never raw."""
+    lines = []
+    for raw in text.strip().split("\n"):
+        chars = []
+        for ch in raw:
+            cat = unicodedata.category(ch)
+            chars.append(f"\\u{{{ord(ch):x}}}" if cat[0] == "C" or cat in ("Zl", "Zp") else ch)
+        lines.append((prefix + "".join(chars)).rstrip())
+    return lines
+
+
+def f32_literal(v: float) -> str:
+    """A Rust f32 literal (the value rounded to f32)."""
+    x = np.float32(v)
+    if math.isnan(x):
+        return "f32::NAN"
+    if math.isinf(x):
+        return "f32::INFINITY" if x > 0 else "f32::NEG_INFINITY"
+    text = str(x)
+    if not any(c in text for c in ".e"):
+        text += ".0"
+    return f"{text}f32"
+
+
+def int_literal(v: int, dtype: DType) -> str:
+    """A typed Rust integer literal (the type's MIN as a path: `-128i8` does not lex as one token)."""
+    lo, hi = dtype.int_range
+    v = (v - lo) % (hi - lo + 1) + lo
+    if v == lo and lo < 0:
+        return f"{RUST[dtype]}::MIN"
+    return f"{v}{RUST[dtype]}"
+
+
+def is_atomic(code: str) -> bool:
+    """Can `code` be an operand or a method receiver without parentheses?"""
+    if not code or code[0] in "-!&*":
+        return False
+    depth = 0
+    for ch in code:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and (ch == " " or ch in "+-*/%^|<>=?,"):
+            return False
+    return True
+
+
+def paren(code: str) -> str:
+    """`code`, parenthesized unless atomic."""
+    return code if is_atomic(code) else f"({code})"
+
+
+def strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides of `shape`."""
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
+def conv(code: str, src: Ty, dst: Ty, enums: dict[str, int]) -> str:
+    """Convert a value of type `src` to `dst` with the language's cast rules (6.6)."""
+    if src.dtype == dst.dtype and src.enum == dst.enum:
+        return code
+    if dst.dtype is DType.BOOL:
+        if src.dtype is DType.BOOL:
+            return code
+        zero = "0.0" if src.dtype is DType.F32 else "0"
+        return f"{paren(code)} != {zero}"
+    if dst.enum is not None:
+        if src.dtype is DType.BOOL:
+            code = f"{paren(code)} as i32"
+        return f"ops::to_enum({code}, {enums[dst.enum]})"
+    if src.dtype is DType.BOOL:
+        return f"{paren(code)} as u8 as {RUST[dst.dtype]}"
+    if src.dtype == dst.dtype:
+        return code
+    return f"{paren(code)} as {RUST[dst.dtype]}"
+
+
+@dataclass
+class Ctx:
+    """What a body can see: the key variable (None: no randomness), known local ranges, obs and action."""
+
+    key: str | None = None
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    obs: bool = False
+    action: bool = False
+
+    def with_range(self, name: str, lo: int, hi: int) -> Ctx:
+        """A copy knowing that local `name` lies in [lo, hi)."""
+        return Ctx(self.key, {**self.ranges, name: (lo, hi)}, self.obs, self.action)
+
+
+class Analysis:
+    """Facts about code, through the callables it calls: does it draw, read runtime params, read the state?"""
+
+    def __init__(self, spec: ir.SpecIR):
+        self.spec = spec
+        self.callables = {c.name: c for c in spec.callables}
+        self._memo: dict[tuple[str, str], bool] = {}
+
+    def _direct(self, node: object, what: str) -> bool:
+        if what == "draws":
+            return (
+                isinstance(node, ir.Random)
+                or (isinstance(node, ir.ZoneOp) and node.op == "shuffle")
+                or (isinstance(node, (ir.Reduce, ir.ReduceArray)) and node.op == "choice")
+            )
+        if what == "params":
+            return isinstance(node, ir.Param)
+        return (isinstance(node, ir.Read) and node.space == "state") or isinstance(node, (ir.ZoneFind, ir.ZoneOp))
+
+    def uses(self, node: object, what: str) -> bool:
+        """`what` is draws, params or state."""
+        if isinstance(node, tuple):
+            return any(self.uses(x, what) for x in node)
+        if self._direct(node, what):
+            return True
+        if isinstance(node, (ir.CallProc, ir.CallFn)):
+            if what != "draws":
+                return True  # every callee takes the state and the params
+            name = node.proc if isinstance(node, ir.CallProc) else node.fn
+            k = (name, what)
+            if k not in self._memo:
+                self._memo[k] = False  # no recursion in specs; keeps this total
+                self._memo[k] = self.uses(self.callables[name].body, what)
+            if self._memo[k]:
+                return True
+        if isinstance(node, ir.Target) and node.space == "state":
+            return what == "state"
+        if not isinstance(node, (ir._Expr, ir._Stmt, ir.ZoneRef, ir.Target)):
+            return False
+        return any(self.uses(getattr(node, k), what) for k in type(node).model_fields if k not in ("ty", "span"))
+
+    def draws(self, node: object) -> bool:
+        """Does this code draw randomness (directly or in a called procedure)?"""
+        return self.uses(node, "draws")
+
+    @staticmethod
+    def mentions(node: object, names: set[str]) -> set[str]:
+        """Which of the locals `names` does this code read?"""
+        if isinstance(node, tuple):
+            out: set[str] = set()
+            for x in node:
+                out |= Analysis.mentions(x, names)
+            return out
+        if isinstance(node, ir.Local):
+            return {node.name} & names
+        if not isinstance(node, (ir._Expr, ir._Stmt, ir.ZoneRef, ir.Target)):
+            return set()
+        out = set()
+        for k in type(node).model_fields:
+            if k not in ("ty", "span"):
+                out |= Analysis.mentions(getattr(node, k), names)
+        return out
+
+
+def assigned_locals(stmts: tuple[ir.Stmt, ...]) -> set[str]:
+    """Locals that these statements assign (so their `let` must be `mut`)."""
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, ir.Assign) and s.target.space == "local":
+            out.add(s.target.name)
+        elif isinstance(s, ir.ZoneOp) and s.out is not None and s.out.space == "local":
+            out.add(s.out.name)
+        elif isinstance(s, ir.IfS):
+            out |= assigned_locals(s.then) | assigned_locals(s.orelse)
+        elif isinstance(s, ir.Switch):
+            for _, body in s.cases:
+                out |= assigned_locals(body)
+            out |= assigned_locals(s.default)
+        elif isinstance(s, ir.ForS):
+            out |= assigned_locals(s.body)
+    return out
+
+
+class Emitter:
+    """Emits the body of one generated function."""
+
+    def __init__(self, spec: ir.SpecIR, names: Names, analysis: Analysis):
+        self.spec = spec
+        self.names = names
+        self.an = analysis
+        self.lines: list[str] = []
+        self.depth = 1
+        self.tmp = 0
+        self.shapes: dict[tuple[str, str], tuple[int, ...]] = {}
+        for f in spec.fields:
+            self.shapes[("state", f.name)] = f.ty.shape
+        for c in spec.consts:
+            self.shapes[("const", c.name)] = c.ty.shape
+        for o in spec.obs_fields:
+            self.shapes[("obs", o.name)] = o.ty.shape
+        if spec.box is not None:
+            self.shapes[("action", "action")] = spec.box.shape
+        self.enums = {e.name: len(e.members) for e in spec.enums}
+        self.enum_info = {e.name: e for e in spec.enums}
+        self.callables = analysis.callables
+
+    # ---- output --------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def indented(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def fresh(self, base: str = "t") -> str:
+        self.tmp += 1
+        return f"_{base}{self.tmp}"
+
+    # ---- names ---------------------------------------------------------
+    def local(self, name: str) -> str:
+        return self.names.get("local", name)
+
+    def field(self, name: str) -> str:
+        return self.names.get("field", name)
+
+    def storage(self, space: str, name: str) -> str:
+        """The Rust place of a whole storage array (or scalar)."""
+        if space == "state":
+            return f"st.{self.field(name)}"
+        if space == "obs":
+            return f"obs.{self.names.get('obs', name)}"
+        if space == "action":
+            return "action"
+        return self.names.get("item", name, "upper")
+
+    def cn(self, name: str) -> str:
+        """A callable's function name."""
+        return self.names.get("item", name)
+
+    # ---- literals ------------------------------------------------------
+    def literal(self, value: bool | int | float, ty: Ty) -> str:
+        if ty.dtype is DType.BOOL:
+            return "true" if value else "false"
+        if ty.dtype is DType.F32:
+            return f32_literal(float(value))
+        v = int(value)
+        if ty.enum is not None:
+            info = self.enum_info[ty.enum]
+            if 0 <= v < len(info.members):
+                return f"{self.names.get('item', ty.enum, 'camel')}::{self.names.get('enum:' + ty.enum, info.members[v], 'upper')}"
+        return int_literal(v, ty.dtype)
+
+    # ---- indices -------------------------------------------------------
+    def static_value(self, e: ir.Expr, ctx: Ctx) -> int | None:
+        if isinstance(e, ir.Lit) and not isinstance(e.value, bool) and isinstance(e.value, int):
+            return e.value
+        if isinstance(e, ir.Local) and e.name in ctx.ranges:
+            lo, hi = ctx.ranges[e.name]
+            if hi - lo == 1:
+                return lo
+        return None
+
+    def in_range(self, e: ir.Expr, dim: int, ctx: Ctx) -> bool:
+        return isinstance(e, ir.Local) and e.name in ctx.ranges and 0 <= ctx.ranges[e.name][0] and ctx.ranges[e.name][1] <= dim
+
+    def read_offset(self, idx: tuple[ir.Expr, ...], shape: tuple[int, ...], ctx: Ctx) -> str:
+        """The flat offset of the leading indices `idx` (each clamped into its dimension)."""
+        const = 0
+        terms = []
+        for e, dim, stride in zip(idx, shape, strides(shape)):
+            v = self.static_value(e, ctx)
+            if v is not None:
+                const += min(max(v, 0), dim - 1) * stride
+                continue
+            code = f"{paren(self.expr(e, ctx))} as usize" if self.in_range(e, dim, ctx) else f"ops::ix({self.expr(e, ctx)}, {dim})"
+            terms.append(code if stride == 1 else f"{paren(code)} * {stride}")
+        if const or not terms:
+            terms.append(str(const))
+        return " + ".join(terms)
+
+    def write_offset(self, idx: tuple[ir.Expr, ...], shape: tuple[int, ...], ctx: Ctx) -> tuple[list[tuple[str, str]], str] | None:
+        """(checks, offset): `checks` are (binding, `ops::wx(...)`) pairs that must all be Some; None: never in range."""
+        const = 0
+        terms, checks = [], []
+        for e, dim, stride in zip(idx, shape, strides(shape)):
+            v = self.static_value(e, ctx)
+            if v is not None:
+                if not 0 <= v < dim:
+                    return None
+                const += v * stride
+                continue
+            if self.in_range(e, dim, ctx):
+                code = f"{paren(self.expr(e, ctx))} as usize"
+            else:
+                code = self.fresh("i")
+                checks.append((code, f"ops::wx({self.expr(e, ctx)}, {dim})"))
+            terms.append(code if stride == 1 else f"{code} * {stride}")
+        if const or not terms:
+            terms.append(str(const))
+        return checks, " + ".join(terms)
+
+    @contextmanager
+    def guarded(self, checks: list[tuple[str, str]]) -> Iterator[None]:
+        """Run the body only when every checked index is in range."""
+        if not checks:
+            yield
+            return
+        if len(checks) == 1:
+            self.line(f"if let Some({checks[0][0]}) = {checks[0][1]} {{")
+        else:
+            binds = ", ".join(f"Some({b})" for b, _ in checks)
+            self.line(f"if let ({binds}) = ({', '.join(c for _, c in checks)}) {{")
+        with self.indented():
+            yield
+        self.line("}")
+
+    # ---- expressions ---------------------------------------------------
+    def expr(self, e: ir.Expr, ctx: Ctx) -> str:
+        return getattr(self, "x_" + e.kind)(e, ctx)  # type: ignore[no-any-return]
+
+    def typed(self, e: ir.Expr, ty: Ty, ctx: Ctx) -> str:
+        """`e` converted to `ty`."""
+        return conv(self.expr(e, ctx), e.ty, ty, self.enums)
+
+    def x_lit(self, e: ir.Lit, ctx: Ctx) -> str:
+        return self.literal(e.value, e.ty)
+
+    def x_param(self, e: ir.Param, ctx: Ctx) -> str:
+        return f"prm.{self.names.get('param', e.name)}"
+
+    def x_local(self, e: ir.Local, ctx: Ctx) -> str:
+        return self.local(e.name)
+
+    def x_read(self, e: ir.Read, ctx: Ctx) -> str:
+        shape = self.shapes[(e.space, e.name)]
+        base = self.storage(e.space, e.name)
+        if e.ty.shape:
+            raise NotImplementedError("array-valued reads are lowered by their consumer")
+        if not shape:
+            return base
+        return f"{base}[{self.read_offset(e.index, shape, ctx)}]"
+
+    def slice_of(self, e: ir.Expr, ctx: Ctx) -> tuple[str, str, int]:
+        """An array-valued read as (storage, offset, length)."""
+        if not isinstance(e, ir.Read):
+            raise NotImplementedError(f"array-valued {e.kind} expressions are not supported")
+        shape = self.shapes[(e.space, e.name)]
+        n = math.prod(shape[len(e.index) :])
+        return self.storage(e.space, e.name), self.read_offset(e.index, shape, ctx), n
+
+    def x_unary(self, e: ir.Unary, ctx: Ctx) -> str:
+        x = self.expr(e.x, ctx)
+        if e.op == "not":
+            return f"!{paren(x)}"
+        if e.ty.dtype is DType.F32:
+            return f"-{paren(x)}"
+        return f"{paren(x)}.wrapping_neg()"
+
+    def x_binary(self, e: ir.Binary, ctx: Ctx) -> str:
+        a, b = self.expr(e.a, ctx), self.expr(e.b, ctx)
+        op = e.op
+        if op in ("and", "or"):
+            return f"{paren(a)} {'&&' if op == 'and' else '||'} {paren(b)}"
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            return f"{paren(a)} {op} {paren(b)}"
+        dt = e.ty.dtype
+        if dt is DType.BOOL or op in ("&", "|", "^"):
+            return f"{paren(a)} {op} {paren(b)}"
+        if dt is DType.F32:
+            if op == "//":
+                return f"ops::f32_floor_div({a}, {b})"
+            if op == "%":
+                return f"ops::f32_floor_mod({a}, {b})"
+            return f"{paren(a)} {op} {paren(b)}"
+        method = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul", "//": "floor_div", "%": "floor_mod"}[op]
+        return f"{paren(a)}.{method}({b})"
+
+    def x_cast(self, e: ir.Cast, ctx: Ctx) -> str:
+        return self.typed(e.x, e.ty, ctx)
+
+    def x_select(self, e: ir.Select, ctx: Ctx) -> str:
+        return f"if {self.expr(e.cond, ctx)} {{ {self.expr(e.a, ctx)} }} else {{ {self.expr(e.b, ctx)} }}"
+
+    def x_math(self, e: ir.Math, ctx: Ctx) -> str:
+        args = [self.typed(a, e.ty if e.fn in ("abs", "min", "max", "clip") else a.ty, ctx) for a in e.args]
+        f32 = e.ty.dtype is DType.F32
+        if e.fn == "abs":
+            if f32:
+                return f"{paren(args[0])}.abs()"
+            return args[0] if e.ty.dtype is DType.U32 else f"{paren(args[0])}.wrapping_abs()"
+        if e.fn in ("min", "max"):
+            fn = ("f" if f32 else "i") + e.fn
+            return f"ops::{fn}({args[0]}, {args[1]})"
+        if e.fn == "clip":
+            lo, hi = ("ops::fmax", "ops::fmin") if f32 else ("ops::imax", "ops::imin")
+            return f"{hi}({lo}({args[0]}, {args[1]}), {args[2]})"
+        return f"ops::{e.fn}({', '.join(args)})"
+
+    def key_of(self, site: int, ctx: Ctx) -> str:
+        if ctx.key is None:
+            raise ValueError("a draw outside a keyed context (the checker should have rejected it)")
+        return f"rng::fold_in({ctx.key}, {site})"
+
+    def x_random(self, e: ir.Random, ctx: Ctx) -> str:
+        k = self.key_of(e.site, ctx)
+        if e.dist == "uniform":
+            lo, hi = (self.typed(a, ir.F32, ctx) for a in e.args)
+            return f"rng::uniform({k}, {lo}, {hi})"
+        if e.dist == "randint":
+            lo, hi = (f"i64::from({self.expr(a, ctx)})" for a in e.args)
+            return f"rng::randint({k}, {lo}, {hi})"
+        return f"rng::bernoulli({k}, {self.typed(e.args[0], ir.F32, ctx)})"
+
+    def call_args(self, c: ir.CallableInfo, args: tuple[ir.Expr, ...], ctx: Ctx) -> list[str]:
+        return [self.typed(a, ty, ctx) for (_, ty), a in zip(c.params, args)]
+
+    def x_call_fn(self, e: ir.CallFn, ctx: Ctx) -> str:
+        c = self.callables[e.fn]
+        return f"{self.cn(e.fn)}({', '.join(['st', 'prm', *self.call_args(c, e.args, ctx)])})"
+
+    def x_zone_find(self, e: ir.ZoneFind, ctx: Ctx) -> str:
+        row, count = self.zone_read(e.zone, ctx)
+        v = self.typed(e.value, e.zone.elem, ctx)
+        return f"zone::{e.op}({row}, {count}, {v})"
+
+    def zone_read(self, z: ir.ZoneRef, ctx: Ctx) -> tuple[str, str]:
+        data, cnt = self.storage("state", z.name), self.storage("state", z.name + ".count")
+        outer = self.shapes[("state", z.name + ".count")]
+        if not outer:
+            return f"&{data}", cnt
+        off = self.read_offset(z.index, outer, ctx)
+        if is_atomic(off) and off.isdigit():
+            start = int(off) * z.capacity
+            return f"&{data}[{start}..{start + z.capacity}]", f"{cnt}[{off}]"
+        return f"zone::row(&{data}, {off}, {z.capacity})", f"{cnt}[{off}]"
+
+    # ---- reductions ----------------------------------------------------
+    def x_reduce(self, e: ir.Reduce, ctx: Ctx) -> str:
+        inner = ctx.with_range(e.var, e.start, e.stop)
+        v = self.loop_var(e.var, (e.elt, e.cond))
+        rng_ = f"({e.start}..{e.stop}i32)" if e.start < e.stop else "(0..0i32)"
+        elt = self.expr(e.elt, inner)
+        cond = self.expr(e.cond, inner) if e.cond is not None else None
+        op = e.op
+        if op == "choice":
+            mask = elt if cond is None else f"{paren(cond)} && {paren(elt)}"
+            k = self.key_of(e.site, ctx)
+            first = e.start if e.start < e.stop else 0
+            return f"{first}i32 + rng::choice_mask({k}, {rng_}.map(|{v}| {mask})) as i32"
+        it = f"{rng_}.filter(|&{v}| {cond})" if cond is not None else rng_
+        if op == "any":
+            return f"{it}.any(|{v}| {elt})"
+        if op == "all":
+            return f"{it}.all(|{v}| {elt})"
+        if op == "count":
+            return f"{it}.filter(|&{v}| {elt}).count() as i32"
+        if op == "sum":
+            acc = self.fresh("acc")
+            zero = "0.0f32" if e.ty.dtype is DType.F32 else f"0{RUST[e.ty.dtype]}"
+            add = f"{acc} + {paren(conv(elt, e.elt.ty, e.ty, self.enums))}"
+            if e.ty.dtype is not DType.F32:
+                add = f"{acc}.wrapping_add({conv(elt, e.elt.ty, e.ty, self.enums)})"
+            return f"{it}.fold({zero}, |{acc}, {v}| {add})"
+        if op in ("min", "max"):
+            return f"ops::{op}_of({it}.map(|{v}| {elt}), {self.empty_value(op, e.elt.ty)})"
+        return f"ops::{op}_of({it}.map(|{v}| ({v}, {elt})))"
+
+    def empty_value(self, op: str, ty: Ty) -> str:
+        if ty.dtype is DType.F32:
+            return "f32::INFINITY" if op == "min" else "f32::NEG_INFINITY"
+        if ty.enum is not None:
+            return "0i8"
+        lo, hi = ty.dtype.int_range
+        return int_literal(hi if op == "min" else lo, ty.dtype)
+
+    def x_reduce_array(self, e: ir.ReduceArray, ctx: Ctx) -> str:
+        base, off, n = self.slice_of(e.x, ctx)
+        sl = f"{base}[{off}..{off} + {n}]" if off != "0" else f"{base}[..{n}]"
+        it = f"{sl}.iter().copied()"
+        op = e.op
+        if op == "choice":
+            return f"rng::choice_mask({self.key_of(e.site, ctx)}, {it}) as i32"
+        if op == "any":
+            return f"{it}.any(|x| x)"
+        if op == "all":
+            return f"{it}.all(|x| x)"
+        if op == "count":
+            return f"{it}.filter(|&x| x).count() as i32"
+        if op == "sum":
+            acc = self.fresh("acc")
+            if e.ty.dtype is DType.F32:
+                return f"{it}.fold(0.0f32, |{acc}, x| {acc} + x)"
+            x = conv("x", e.x.ty.scalar(), e.ty, self.enums)
+            return f"{it}.fold(0{RUST[e.ty.dtype]}, |{acc}, x| {acc}.wrapping_add({x}))"
+        if op in ("min", "max"):
+            return f"ops::{op}_of({it}, {self.empty_value(op, e.x.ty.scalar())})"
+        return f"ops::{op}_of({it}.enumerate().map(|(i, x)| (i as i32, x)))"
+
+    # ---- statements ----------------------------------------------------
+    def block(self, stmts: tuple[ir.Stmt, ...], ctx: Ctx) -> None:
+        skip = False
+        for i, s in enumerate(stmts):
+            if skip:
+                skip = False
+                continue
+            nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+            if (
+                isinstance(s, ir.LetS)
+                and isinstance(nxt, ir.ZoneOp)
+                and nxt.out is not None
+                and nxt.out.space == "local"
+                and nxt.out.name == s.name
+                and not Analysis.mentions((nxt.zone, nxt.index), {s.name})
+            ):
+                # `let c = pop(z)`: the IR declares `c` first, then takes the element into it
+                got = self.zone_op(nxt, ctx)
+                mut = "mut " if s.name in assigned_locals(stmts[i + 2 :]) else ""
+                value = conv(got, nxt.zone.elem.scalar(), s.value.ty, self.enums)
+                self.line(f"let {mut}{self.local(s.name)}: {RUST[s.value.ty.dtype]} = {value};")
+                skip = True
+            elif isinstance(s, ir.LetS):
+                self.s_let(s, ctx, mutable=s.name in assigned_locals(stmts[i + 1 :]))
+            else:
+                getattr(self, "s_" + s.kind)(s, ctx)
+
+    def s_let(self, s: ir.LetS, ctx: Ctx, mutable: bool = True) -> None:
+        mut = "mut " if mutable else ""
+        self.line(f"let {mut}{self.local(s.name)}: {RUST[s.value.ty.dtype]} = {self.expr(s.value, ctx)};")
+
+    def store(self, t: ir.Target, value: str, value_ty: Ty, ctx: Ctx) -> None:
+        """Write a scalar `value` (of `value_ty`) to target `t`; an array target is filled."""
+        v = conv(value, value_ty, t.ty.scalar(), self.enums)
+        if t.space == "local":
+            self.line(f"{self.local(t.name)} = {v};")
+            return
+        shape = self.shapes[(t.space, t.name)]
+        place = self.storage(t.space, t.name)
+        if not shape:
+            self.line(f"{place} = {v};")
+            return
+        rest = math.prod(shape[len(t.index) :])
+        where = self.write_offset(t.index, shape, ctx)
+        if where is None:
+            self.line("// an index that is never in range: the write is dropped")
+            return
+        checks, off = where
+        with self.guarded(checks):
+            if t.ty.shape:
+                self.line(f"{place}[{off}..{off} + {rest}].fill({v});" if off != "0" else f"{place}[..{rest}].fill({v});")
+            else:
+                self.line(f"{place}[{off}] = {v};")
+
+    def s_assign(self, s: ir.Assign, ctx: Ctx) -> None:
+        t = s.target
+        if t.ty.shape and s.value.ty.shape:
+            base, off, n = self.slice_of(s.value, ctx)
+            tmp = self.fresh("row")
+            self.line(f"let {tmp}: [{RUST[t.ty.dtype]}; {n}] = ops::row(&{base}, {off});")
+            shape = self.shapes[(t.space, t.name)]
+            where = self.write_offset(t.index, shape, ctx)
+            if where is None:
+                self.line("// an index that is never in range: the write is dropped")
+                return
+            checks, toff = where
+            place = self.storage(t.space, t.name)
+            with self.guarded(checks):
+                self.line(f"{place}[{toff}..{toff} + {n}].copy_from_slice(&{tmp});")
+            return
+        self.store(t, self.expr(s.value, ctx), s.value.ty, ctx)
+
+    def s_if(self, s: ir.IfS, ctx: Ctx, chained: bool = False) -> None:
+        head = f"if {self.expr(s.cond, ctx)} {{"
+        if chained:
+            self.lines[-1] = self.lines[-1] + " else " + head
+        else:
+            self.line(head)
+        with self.indented():
+            self.block(s.then, ctx)
+        if len(s.orelse) == 1 and isinstance(s.orelse[0], ir.IfS):
+            self.line("}")
+            self.s_if(s.orelse[0], ctx, chained=True)
+            return
+        if s.orelse:
+            self.line("} else {")
+            with self.indented():
+                self.block(s.orelse, ctx)
+        self.line("}")
+
+    def s_switch(self, s: ir.Switch, ctx: Ctx) -> None:
+        self.line(f"match {self.expr(s.subject, ctx)} {{")
+        with self.indented():
+            covered = set()
+            for members, body in s.cases:
+                members = tuple(m for m in members if m not in covered)
+                if not members:
+                    continue
+                covered |= set(members)
+                pats = " | ".join(self.literal(m, s.subject.ty.scalar()) for m in members)
+                self.line(f"{pats} => {{")
+                with self.indented():
+                    self.block(body, ctx)
+                self.line("}")
+            self.line("_ => {")
+            with self.indented():
+                self.block(s.default, ctx)
+            self.line("}")
+        self.line("}")
+
+    def loop_var(self, name: str, body: object) -> str:
+        """The Rust name of a loop or generator variable (`_`-prefixed when the body never reads it)."""
+        return self.local(name) if Analysis.mentions(body, {name}) else "_" + self.local(name)
+
+    def s_for(self, s: ir.ForS, ctx: Ctx) -> None:
+        if s.stop <= s.start:
+            return
+        v = self.loop_var(s.var, s.body) if not s.random else self.local(s.var)
+        inner = ctx.with_range(s.var, s.start, s.stop)
+        if s.random and ctx.key is not None:
+            base = self.fresh("loop_key")
+            self.line(f"let {base} = rng::fold_in({ctx.key}, {s.loop_id});")
+            self.line(f"for {v} in {s.start}..{s.stop}i32 {{")
+            with self.indented():
+                self.line(f"let key = rng::fold_in({base}, {v} as u32);")
+                self.block(s.body, Ctx("key", inner.ranges, inner.obs, inner.action))
+            self.line("}")
+            return
+        self.line(f"for {v} in {s.start}..{s.stop}i32 {{")
+        with self.indented():
+            self.block(s.body, inner)
+        self.line("}")
+
+    def zone_place(self, z: ir.ZoneRef, ctx: Ctx) -> tuple[list[tuple[str, str]], str, str] | None:
+        """(checks, row, count) places of a zone that is written; None if its index is never in range."""
+        data, cnt = self.storage("state", z.name), self.storage("state", z.name + ".count")
+        outer = self.shapes[("state", z.name + ".count")]
+        if not outer:
+            return [], f"&mut {data}", f"&mut {cnt}"
+        where = self.write_offset(z.index, outer, ctx)
+        if where is None:
+            return None
+        checks, off = where
+        if off.isdigit():
+            start = int(off) * z.capacity
+            return checks, f"&mut {data}[{start}..{start + z.capacity}]", f"&mut {cnt}[{off}]"
+        at = paren(off)
+        return checks, f"&mut {data}[{at} * {z.capacity}..({at} + 1) * {z.capacity}]", f"&mut {cnt}[{off}]"
+
+    def s_zone_op(self, s: ir.ZoneOp, ctx: Ctx) -> None:
+        got = self.zone_op(s, ctx)
+        if s.out is not None:
+            self.store(s.out, got, s.zone.elem.scalar(), ctx)
+
+    def zone_op(self, s: ir.ZoneOp, ctx: Ctx) -> str:
+        """Emit a zone statement; returns the variable holding the element taken out (for pop/remove_at)."""
+        z = s.zone
+        elem = RUST[z.elem.dtype]
+        value = index = None
+        if s.value is not None:
+            value = self.fresh("v")
+            self.line(f"let {value}: {elem} = {self.typed(s.value, z.elem, ctx)};")
+        if s.index is not None:
+            index = self.fresh("at")
+            self.line(f"let {index} = i64::from({self.expr(s.index, ctx)});")
+        place = self.zone_place(z, ctx)
+        got = self.fresh("got") if s.out is not None else None
+        if place is None:
+            self.line("// a zone index that is never in range: nothing happens")
+            return f"0{elem}"
+        checks, row, count = place
+        op = s.op
+        if op == "push":
+            call = f"zone::push({row}, {count}, {value})"
+        elif op == "insert":
+            call = f"zone::insert({row}, {count}, {index}, {value})"
+        elif op == "pop":
+            call = f"zone::pop({row}, {count})"
+        elif op == "remove_at":
+            call = f"zone::remove_at({row}, {count}, {index})"
+        elif op == "clear":
+            call = f"zone::clear({row}, {count})"
+        else:
+            key = self.key_of(s.site, ctx)
+            call = f"rng::shuffle::<{elem}, {z.capacity}>({key}, {row}, {count.removeprefix('&mut ')})"
+        if got is None:
+            with self.guarded(checks):
+                self.line(f"{call};")
+            return ""
+        if checks:
+            somes = f"Some({checks[0][0]})" if len(checks) == 1 else "(" + ", ".join(f"Some({b})" for b, _ in checks) + ")"
+            tests = checks[0][1] if len(checks) == 1 else "(" + ", ".join(c for _, c in checks) + ")"
+            self.line(f"let {got}: {elem} = match {tests} {{")
+            with self.indented():
+                self.line(f"{somes} => {call},")
+                self.line(f"_ => 0{elem},")
+            self.line("};")
+        else:
+            self.line(f"let {got}: {elem} = {call};")
+        return got
+
+    def s_call_proc(self, s: ir.CallProc, ctx: Ctx) -> None:
+        proc = self.callables[s.proc]
+        args = ["st", "prm"]
+        if self.an.draws(proc.body):
+            if ctx.key is None:
+                raise ValueError(f"procedure '{s.proc}' draws outside a keyed context")
+            args.append(f"rng::fold_in({ctx.key}, {s.site})" if proc.random else ctx.key)
+        args += self.call_args(proc, s.args, ctx)
+        self.line(f"{self.cn(s.proc)}({', '.join(args)});")
+
+    def s_return(self, s: ir.ReturnS, ctx: Ctx) -> None:
+        raise AssertionError("a function's return is emitted by its caller")
