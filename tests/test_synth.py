@@ -229,7 +229,7 @@ def test_answers_are_parsed_safely() -> None:
     for text, msg in [
         ("no block at all", "found no ```yaml block"),
         ("```yaml\na: 1\n```\n```yaml\nb: 2\n```", "found 2 ```yaml blocks"),
-        ("```yaml\na: &x [1]\nb: *x\n```", "anchors and aliases are not allowed"),
+        ("```yaml\na: &x [1]\nb: *x\n```", "error[E003]"),
         ("```yaml\na: !!python/object/apply:os.system [ls]\n```", "YAML tags"),
         ("```yaml\na: [1\nb: 2\n```", "YAML syntax error"),
     ]:
@@ -293,3 +293,27 @@ def test_draft_scraped_from_files_is_the_draft_the_fixtures_answer() -> None:
     todo = [t.name for t in scrape([str(PAGES / "rules.html"), str(PAGES / "cards.html")], from_files=True).todo]
     assert todo == ITEMS
     assert sorted(p.stem.split(".")[0] for p in REPLIES.glob("*.json")) == sorted([*ITEMS, "attack"])
+
+
+@pytest.mark.parametrize(
+    ("args", "edit", "message"),
+    [
+        (["--only", "nope"], None, "--only nope: no such todo item"),
+        (["--model", "claude-unknown-1"], None, "no price for model 'claude-unknown-1'"),
+        ([], ("state:\n  draft_turn:", "state:\n  draft turn:"), "does not lint"),
+        ([], ("  target: module\n", "  target: somewhere\n"), "target 'somewhere' is not one of"),
+        ([], ("  target: module\n", "  target: module\n  target: module\n"), "error[E031]: duplicate key 'target'"),
+        ([], ("name: ember_league_tcg", "name: &a ember_league_tcg"), "anchors and aliases are not allowed"),
+    ],
+)
+def test_bad_configuration_or_draft_is_one_line_before_any_call(
+    api: Any, draft: Path, tmp_path: Path, args: list[str], edit: tuple[str, str] | None, message: str
+) -> None:
+    server, _ = api
+    if edit is not None:
+        text = draft.read_text()
+        assert edit[0] in text
+        draft.write_text(text.replace(edit[0], edit[1], 1))
+    res = _synthesize(draft, tmp_path / "spec.yaml", *args)
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert "Traceback" not in res.output and server.requests == []

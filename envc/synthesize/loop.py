@@ -116,6 +116,11 @@ def synthesize(
 ) -> Report:
     """Formalize the draft's todo items into spec code; writes `out_path` atomically if any item passed."""
     say = progress or (lambda _msg: None)
+    _, diags = envc.lint(draft_path)  # located errors in the file itself (duplicate keys, anchors, types, ...)
+    errors = [d for d in diags if d.severity is Severity.ERROR]
+    if errors:
+        shown = "; ".join(d.format() for d in errors[:3])
+        raise SynthError(f"{draft_path} does not lint ({len(errors)} error(s)), fix the draft first: {shown}")
     draft = read_draft(draft_path)
     try:
         items = items_of(draft)
@@ -132,11 +137,6 @@ def synthesize(
             f"no price for model '{config.model}' in the price table (have: {', '.join(prices)}); "
             "add it with --prices FILE so the cost can be accounted"
         )
-    _, diags = envc.lint(out_path, text=spec_text(draft))
-    errors = [d for d in diags if d.severity is Severity.ERROR]
-    if errors:
-        shown = "; ".join(f"line {d.span.line}: {d.message}" for d in errors[:3])
-        raise SynthError(f"{draft_path} does not lint ({len(errors)} errors, e.g. {shown}); fix the draft first")
     try:
         examples = default_examples() + read_examples(list(config.examples))
     except OSError as e:
