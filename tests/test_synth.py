@@ -229,7 +229,7 @@ def test_answers_are_parsed_safely() -> None:
     for text, msg in [
         ("no block at all", "found no ```yaml block"),
         ("```yaml\na: 1\n```\n```yaml\nb: 2\n```", "found 2 ```yaml blocks"),
-        ("```yaml\na: &x [1]\nb: *x\n```", "error[E003]"),
+        ("```yaml\na: &x [1]\nb: *x\n```", "anchors and aliases are not allowed"),
         ("```yaml\na: !!python/object/apply:os.system [ls]\n```", "YAML tags"),
         ("```yaml\na: [1\nb: 2\n```", "YAML syntax error"),
     ]:
