@@ -30,7 +30,12 @@ def run(
     fetcher = Fetcher(timeout=timeout, max_bytes=max_bytes, max_redirects=max_redirects, delay=delay)
     try:
         draft = scrape(
-            urls, from_files=from_file, name=name, players=players, adapter=adapter, fetcher=fetcher,
+            urls,
+            from_files=from_file,
+            name=name,
+            players=players,
+            adapter=adapter,
+            fetcher=fetcher,
             max_pages=max_pages,
         )
         text = draft.yaml()
@@ -45,8 +50,7 @@ def run(
     kinds = Counter(t.target.split(".")[0] for t in draft.todo)
     print(f"wrote {out}: tables {tables}", file=sys.stderr)
     print(
-        f"{len(draft.todo)} todo items: "
-        + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())),
+        f"{len(draft.todo)} todo items: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())),
         file=sys.stderr,
     )
     import envc

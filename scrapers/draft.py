@@ -70,7 +70,7 @@ def build_draft(pages: list[PageContent], name: str | None = None, players: int 
         raw.name = ident(raw.name + ("_table" if raw.name in RESERVED else ""), names, "table")
     energy = Energy()
     scan_energy(([cards_raw] if cards_raw else []) + other_raw, energy)
-    taken_types = set(RESERVED) | {t.name for t in other_raw} | {"cards"}
+    taken_types = set(RESERVED) | {t.name for t in other_raw} | {"cards", "Energy"}
     enums: dict[str, Enum] = {}
     tables: dict[str, TypedTable] = {}
     effects: Enum | None = None
@@ -106,14 +106,18 @@ def build_draft(pages: list[PageContent], name: str | None = None, players: int 
         "todo": [t.to_yaml() for t in todo],
     }
     if enums:
-        doc["types"] = {e.name: Flow(enum=FlowList(e.members), doc=e.doc) if e.doc else Flow(enum=FlowList(e.members))
-                        for e in enums.values()}
+        doc["types"] = {
+            e.name: Flow(enum=FlowList(e.members), doc=e.doc) if e.doc else Flow(enum=FlowList(e.members))
+            for e in enums.values()
+        }
     if tables:
         doc["tables"] = {t.name: _table_yaml(t) for t in tables.values()}
     doc["state"] = {DRAFT_FIELD: Flow(type="i32", doc="placeholder until the todo item 'game' declares the state")}
     actions: dict[str, Any] = {
-        DRAFT_ACTION: {"doc": "placeholder so the draft can be played; the 'game' item removes it",
-                       "effect": f"{DRAFT_FIELD} += 1"}
+        DRAFT_ACTION: {
+            "doc": "placeholder so the draft can be played, until the last action item is formalized",
+            "effect": f"{DRAFT_FIELD} += 1",
+        }
     }
     rules: list[Any] = []
     procedures: dict[str, Any] = {}
@@ -131,8 +135,11 @@ def build_draft(pages: list[PageContent], name: str | None = None, players: int 
             "body": _dispatch(effects),
         }
         for m in effects.members[1:]:
-            procedures[f"effect_{m}"] = {"doc": f"placeholder until the todo item 'effect_{m}' is formalized",
-                                         "params": Flow(pl="i32"), "body": "pass"}
+            procedures[f"effect_{m}"] = {
+                "doc": f"placeholder until the todo item 'effect_{m}' is formalized",
+                "params": Flow(pl="i32"),
+                "body": "pass",
+            }
     doc["actions"] = actions
     if procedures:
         doc["procedures"] = procedures
@@ -195,8 +202,18 @@ def _effects(cards: TypedTable, taken_types: set[str]) -> tuple[Enum | None, dic
             new = f"{c.name}_effect"
         names.add(new)
         values = [enum.labels[v] if v.strip() else "none" for v in c.values]
-        attack = next((a for a in cards.columns if m and a.type == "str" and a.name != c.name
-                       and a.name.endswith(f"_{m.group(2)}") and not _is_effect_text(a)), None)
+        attack = next(
+            (
+                a
+                for a in cards.columns
+                if m
+                and a.type == "str"
+                and a.name != c.name
+                and a.name.endswith(f"_{m.group(2)}")
+                and not _is_effect_text(a)
+            ),
+            None,
+        )
         for r, v in enumerate(c.values):
             if v.strip():
                 label = str(name_col.values[r]) + (f" ({attack.values[r]})" if attack is not None else "")
@@ -290,7 +307,7 @@ def _todo(
 ) -> list[TodoItem]:
     sections = [s for p in pages for s in p.sections]
     module = [s for s in sections if s.kind == "module"]
-    names = {MODULE}
+    names = {MODULE, DRAFT_ACTION}
     items = [
         TodoItem(
             MODULE,
