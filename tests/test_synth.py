@@ -300,6 +300,8 @@ def test_draft_scraped_from_files_is_the_draft_the_fixtures_answer() -> None:
     [
         (["--only", "nope"], None, "--only nope: no such todo item"),
         (["--model", "claude-unknown-1"], None, "no price for model 'claude-unknown-1'"),
+        (["--max-iterations", "0"], None, "--max-iterations must be at least 1, got 0"),
+        (["--max-cost", "0"], None, "--max-cost must be more than 0"),
         ([], ("state:\n  draft_turn:", "state:\n  draft turn:"), "does not lint"),
         ([], ("  target: module\n", "  target: somewhere\n"), "target 'somewhere' is not one of"),
         ([], ("  target: module\n", "  target: module\n  target: module\n"), "error[E031]: duplicate key 'target'"),

@@ -116,6 +116,12 @@ def synthesize(
 ) -> Report:
     """Formalize the draft's todo items into spec code; writes `out_path` atomically if any item passed."""
     say = progress or (lambda _msg: None)
+    for opt, value in (("max-iterations", config.max_iterations), ("max-tokens", config.max_tokens),
+                       ("episodes", config.episodes), ("max-steps", config.max_steps)):  # fmt: skip
+        if value < 1:
+            raise SynthError(f"--{opt} must be at least 1, got {value}")
+    if not config.max_cost > 0:
+        raise SynthError(f"--max-cost must be more than 0, got {config.max_cost}")
     _, diags = envc.lint(draft_path)  # located errors in the file itself (duplicate keys, anchors, types, ...)
     errors = [d for d in diags if d.severity is Severity.ERROR]
     if errors:
