@@ -107,7 +107,7 @@ def _load_or_exit(spec: str) -> envc.SpecIR:
 def compile(
     spec: Annotated[str, typer.Argument(help="Spec file")],
     out: Annotated[str, typer.Option("-o", "--out", help="Output folder (a pip-installable package)")],
-    backend: Annotated[str, typer.Option(help="jax (rust: later)")] = "jax",
+    backend: Annotated[str, typer.Option(help="jax, rust, or all (one package holding both)")] = "jax",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing output folder")] = False,
 ) -> None:
     """Compile a spec into an installable package with its derived tests."""
@@ -125,7 +125,7 @@ def compile(
 @app.command()
 def verify(
     spec: Annotated[str, typer.Argument(help="Spec file")],
-    backend: Annotated[str, typer.Option(help="Backend to check against the reference")] = "jax",
+    backend: Annotated[str, typer.Option(help="jax or rust: the backend to check against the reference")] = "jax",
     episodes: Annotated[int, typer.Option(help="L3 episodes (L1 uses a fifth of them)")] = 100,
     states: Annotated[int, typer.Option(help="L2 injected states per source")] = 200,
     seed: Annotated[int, typer.Option(help="Seed for keys and actions")] = 0,

@@ -8,6 +8,7 @@ protocol, the rayon batch driver and the numpy glue.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -402,6 +403,7 @@ def _env(loader_dir: Path) -> jinja2.Environment:
     )
     env.filters["pyrepr"] = repr
     env.filters["rust_str"] = rust_str
+    env.filters["toml"] = lambda v: json.dumps(v)
     return env
 
 

@@ -119,7 +119,10 @@ impl RolloutStats {
     }
 }
 
-/// `num_envs` sub-environments and the thread pool that steps them.
+/// Below this many envs per thread a batch is stepped on fewer threads (the hand-off would cost more).
+const MIN_ENVS_PER_THREAD: usize = 32;
+
+/// `num_envs` sub-environments and the threads that step them: the calling thread plus a pool of `threads - 1`.
 pub struct Batch<E: Env> {
     pub prm: E::Params,
     slots: Vec<Slot<E>>,
@@ -127,22 +130,28 @@ pub struct Batch<E: Env> {
     threads: usize,
 }
 
-fn split_run<S: Send, O: Send, R: Send>(
-    slots: &mut [S],
+/// Run `leaf` on `parts` pieces of `(slots, out)`: the last `parts - 1` are spawned on the pool, the first runs
+/// on the calling thread, which then waits. Spawning into a live scope costs a few hundred nanoseconds while
+/// the pool's threads still spin from the previous call, unlike `install`, which parks the caller.
+fn fan_out<'s, S: Send, O: Send + 's, R: Send + Default>(
+    scope: &rayon::Scope<'s>,
+    slots: &'s mut [S],
     out: O,
-    grain: usize,
-    split: &(impl Fn(O, usize) -> (O, O) + Sync),
-    leaf: &(impl Fn(&mut [S], O) -> R + Sync),
-    merge: &(impl Fn(R, R) -> R + Sync),
-) -> R {
-    if slots.len() <= grain {
-        return leaf(slots, out);
+    parts: usize,
+    results: &'s mut [R],
+    split: &'s (impl Fn(O, usize) -> (O, O) + Sync),
+    leaf: &'s (impl Fn(&mut [S], O) -> R + Sync),
+) {
+    if parts <= 1 {
+        results[0] = leaf(slots, out);
+        return;
     }
-    let mid = slots.len() / 2;
-    let (a, b) = slots.split_at_mut(mid);
-    let (oa, ob) = split(out, mid);
-    let (x, y) = rayon::join(|| split_run(a, oa, grain, split, leaf, merge), || split_run(b, ob, grain, split, leaf, merge));
-    merge(x, y)
+    let mid = slots.len() * (parts - 1) / parts;
+    let (head, tail) = slots.split_at_mut(mid);
+    let (o_head, o_tail) = split(out, mid);
+    let (r_head, r_tail) = results.split_at_mut(parts - 1);
+    scope.spawn(move |_| r_tail[0] = leaf(tail, o_tail));
+    fan_out(scope, head, o_head, parts - 1, r_head, split, leaf);
 }
 
 impl<E: Env> Batch<E> {
@@ -158,7 +167,7 @@ impl<E: Env> Batch<E> {
         let pool = if threads > 1 {
             Some(
                 rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
+                    .num_threads(threads - 1)
                     .thread_name(|i| format!("envc-{i}"))
                     .build()
                     .map_err(|e| e.to_string())?,
@@ -183,25 +192,25 @@ impl<E: Env> Batch<E> {
         &self.slots[i].st
     }
 
-    fn grain(&self) -> usize {
-        let chunks = self.threads * 4;
-        self.slots.len().div_ceil(chunks).max(16)
-    }
-
-    fn run<O: Send, R: Send>(
+    fn run<O: Send, R: Send + Default>(
         &mut self,
         out: O,
         split: impl Fn(O, usize) -> (O, O) + Sync,
         leaf: impl Fn(&E::Params, &mut [Slot<E>], O) -> R + Sync,
-        merge: impl Fn(R, R) -> R + Sync,
+        merge: impl Fn(R, R) -> R,
     ) -> R {
-        let grain = self.grain();
         let prm = &self.prm;
-        let slots = &mut self.slots[..];
         let leaf = |s: &mut [Slot<E>], o: O| leaf(prm, s, o);
+        let parts = self.threads.min(self.slots.len() / MIN_ENVS_PER_THREAD).max(1);
         match &self.pool {
-            Some(pool) => pool.install(|| split_run(slots, out, grain, &split, &leaf, &merge)),
-            None => leaf(slots, out),
+            Some(pool) if parts > 1 => {
+                let mut results: Vec<R> = (0..parts).map(|_| R::default()).collect();
+                let slots = &mut self.slots[..];
+                let res = &mut results[..];
+                pool.in_place_scope(|scope| fan_out(scope, slots, out, parts, res, &split, &leaf));
+                results.into_iter().reduce(merge).unwrap_or_default()
+            }
+            _ => leaf(&mut self.slots, out),
         }
     }
 

@@ -1,6 +1,6 @@
 //! The value semantics of the envc language (docs/spec-language.md sections 6, 10, 18) for compiled code:
 //! integers wrap, `//` and `%` floor (and give 0 for a zero divisor), reads clamp their index, writes out of
-//! range are dropped, f32 operations round once, transcendental functions are computed in f64 and rounded.
+//! range are dropped, f32 operations round once, transcendental functions use the platform's f32 libm.
 
 /// A sized integer of the language (i8, i16, i32, u32) with Python's floor division and modulo.
 pub trait Int: Copy + PartialEq + PartialOrd {
@@ -176,36 +176,36 @@ pub fn imax<T: PartialOrd>(a: T, b: T) -> T {
     }
 }
 
-macro_rules! f64_math {
+macro_rules! f32_math {
     ($($(#[$doc:meta])* $name:ident => $f:ident;)*) => {$(
         $(#[$doc])*
         #[inline(always)]
         pub fn $name(x: f32) -> f32 {
-            (x as f64).$f() as f32
+            x.$f()
         }
     )*};
 }
-f64_math! {
-    /// `sqrt(x)`, NaN below 0.
+f32_math! {
+    /// `sqrt(x)` (correctly rounded), NaN below 0.
     sqrt => sqrt;
-    /// `sin(x)`, computed in f64 and rounded once.
+    /// `sin(x)`: the platform's single-precision `sinf` (within an ULP of the reference, which rounds f64 `sin`).
     sin => sin;
-    /// `cos(x)`, computed in f64 and rounded once.
+    /// `cos(x)`, single precision.
     cos => cos;
-    /// `tan(x)`, computed in f64 and rounded once.
+    /// `tan(x)`, single precision.
     tan => tan;
-    /// `exp(x)`, computed in f64 and rounded once (overflows to inf).
+    /// `exp(x)`, single precision (overflows to inf).
     exp => exp;
-    /// `log(x)`: -inf at 0, NaN below.
+    /// `log(x)`: -inf at 0, NaN below; single precision.
     log => ln;
-    /// `tanh(x)`, computed in f64 and rounded once.
+    /// `tanh(x)`, single precision.
     tanh => tanh;
 }
 
-/// `atan2(y, x)`, computed in f64 and rounded once.
+/// `atan2(y, x)`, single precision.
 #[inline(always)]
 pub fn atan2(y: f32, x: f32) -> f32 {
-    (y as f64).atan2(x as f64) as f32
+    y.atan2(x)
 }
 
 /// `min` over a generator or array (Python's: the first element, replaced by any smaller one), `empty` if none.
