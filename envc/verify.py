@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from envc import ir, rng
+from envc.diagnostics import SpecRuntimeError
 from envc.interpret import ReferenceEnv
 
 ATOL, RTOL = 1e-6, 1e-5
@@ -178,6 +179,21 @@ def _obs_parts(obs: Any) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in obs.items()} if isinstance(obs, dict) else {"": np.asarray(obs)}
 
 
+def _with_hidden(
+    spec: ir.SpecIR, d: dict[str, np.ndarray], source: dict[str, np.ndarray], p: int
+) -> dict[str, np.ndarray]:
+    """`d` with every field player `p` cannot see taken from `source` (other players' rows of owner-visible ones)."""
+    out = {k: np.array(v, copy=True) for k, v in d.items()}
+    for f in spec.fields:
+        if f.visible == "none":
+            out[f.name] = np.array(source[f.name], copy=True)
+        elif f.visible == "owner":
+            for q in range(spec.players):
+                if q != p:
+                    out[f.name][q] = source[f.name][q]
+    return out
+
+
 def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) -> list[Check]:
     """Properties on the backend's own reachable states."""
     inv, shapes, live, det, leak = (
@@ -194,6 +210,7 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
     key = rng.key_from_seed(seed)
     obs_info = {o.name: o for o in spec.obs_fields}
     hidden = [f for f in spec.fields if f.visible != "all"]
+    donors: list[dict[str, np.ndarray]] = []
     for ep in range(episodes):
         key, k = rng.split(key)
         for t, s in enumerate(_rollout(env, k, gen, max_steps)):
@@ -215,22 +232,22 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
                     live.fail(f"{where}: no legal action in a non-terminal state")
             if hidden and t % 3 == 0:
                 d = env.state_to_dict(s)
+                donors.append(d)
                 for p in range(spec.players):
                     want = _obs_parts(env.observe(s, p))
-                    d2 = {k2: np.array(v, copy=True) for k2, v in d.items()}
-                    for f in hidden:
-                        fresh = fuzz_state(spec, d, gen)[f.name]
-                        if f.visible == "none":
-                            d2[f.name] = fresh
-                        else:
-                            for q in range(spec.players):
-                                if q != p:
-                                    d2[f.name][q] = fresh[q]
-                    got = _obs_parts(env.observe(env.state_from_dict(d2), p))
-                    leak.cases += 1
-                    for name, w in want.items():
-                        if not np.array_equal(w, got[name]):
-                            leak.fail(f"{where}: player {p}'s observation '{name}' changes with hidden fields")
+                    # what p cannot see, taken from another reachable state, then redrawn at random
+                    other = donors[int(gen.integers(len(donors)))]
+                    for source in (other, fuzz_state(spec, d, gen)):
+                        d2 = _with_hidden(spec, d, source, p)
+                        try:
+                            got = _obs_parts(env.observe(env.state_from_dict(d2), p))
+                        except SpecRuntimeError:
+                            continue  # a redrawn state may be unreachable; the strict reference rejects it
+                        leak.cases += 1
+                        for name, w in want.items():
+                            if not np.array_equal(w, got[name]):
+                                label = name or spec.obs_fields[0].name
+                                leak.fail(f"{where}: player {p}'s observation '{label}' changes with hidden fields")
         det.cases += 1
         a, b = env.init(k), env.init(k)
         if diff(spec, env.state_to_dict(a), env.state_to_dict(b), f"episode {ep} init", {}) is not None:
