@@ -94,22 +94,34 @@ class Lowering:
         for c in self.spec.callables:
             em = self.emitter()
             params = [self.arg(n, self.ty(t), c.body) for n, t in c.params]
-            doc = [f"/// {'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec.", "#[allow(dead_code)]"]
+            doc = [
+                f"/// {'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec.",
+                "#[allow(dead_code)]",
+            ]
             if c.returns is not None:
                 em.block(c.body[:-1], Ctx())
                 last = c.body[-1]
                 assert isinstance(last, ir.ReturnS)
                 em.line(conv(em.expr(last.value, Ctx()), last.value.ty, c.returns, self.enums))
                 args = self.sig(c.body, False, False) + params
-                self.functions.append(Function(self.names.get("item", c.name), ", ".join(args), self.ty(c.returns), em.lines, doc))
+                self.functions.append(
+                    Function(self.names.get("item", c.name), ", ".join(args), self.ty(c.returns), em.lines, doc)
+                )
             else:
                 key = self.an.draws(c.body)
                 em.block(c.body, Ctx("key" if key else None))
                 args = self.sig(c.body, True, key) + params
                 self.functions.append(Function(self.names.get("item", c.name), ", ".join(args), "", em.lines, doc))
 
-    def writer(self, name: str, stmts: tuple[ir.Stmt, ...], doc: str, extra: list[str] | None = None,
-               ranges: dict[str, tuple[int, int]] | None = None, action: bool = False) -> Function:
+    def writer(
+        self,
+        name: str,
+        stmts: tuple[ir.Stmt, ...],
+        doc: str,
+        extra: list[str] | None = None,
+        ranges: dict[str, tuple[int, int]] | None = None,
+        action: bool = False,
+    ) -> Function:
         em = self.emitter()
         key = self.an.draws(stmts)
         ctx = Ctx("key" if key else None, dict(ranges or {}), action=action)
@@ -117,11 +129,20 @@ class Lowering:
         args = self.sig(stmts, True, key) + (extra or [])
         return Function(name, ", ".join(args), "", em.lines, [f"/// {doc}"])
 
-    def expr_fn(self, name: str, x: ir.Expr, ret: ir.Ty, doc: str, extra: list[str] | None = None,
-                ranges: dict[str, tuple[int, int]] | None = None) -> Function:
+    def expr_fn(
+        self,
+        name: str,
+        x: ir.Expr,
+        ret: ir.Ty,
+        doc: str,
+        extra: list[str] | None = None,
+        ranges: dict[str, tuple[int, int]] | None = None,
+    ) -> Function:
         em = self.emitter()
         em.line(conv(em.expr(x, Ctx(None, dict(ranges or {}))), x.ty, ret, self.enums))
-        return Function(name, ", ".join(self.sig(x, False, False) + (extra or [])), self.ty(ret), em.lines, [f"/// {doc}"])
+        return Function(
+            name, ", ".join(self.sig(x, False, False) + (extra or [])), self.ty(ret), em.lines, [f"/// {doc}"]
+        )
 
     def arg(self, name: str, ty: str, body: object) -> str:
         """A function argument for local `name`, `_`-prefixed when `body` never reads it."""
@@ -152,11 +173,19 @@ class Lowering:
         for a in spec.actions:
             kind = self.names.get("kind", a.name)
             params, ranges = self.action_params(a, a.effect)
-            self.functions.append(self.writer(f"effect_{kind}", a.effect, f"Effect of action kind `{a.name}`.", params, ranges))
+            self.functions.append(
+                self.writer(f"effect_{kind}", a.effect, f"Effect of action kind `{a.name}`.", params, ranges)
+            )
             params, ranges = self.action_params(a, a.legal)
-            self.functions.append(self.expr_fn(f"legal_{kind}", a.legal, ir.BOOL, f"Is `{a.name}` legal?", params, ranges))
+            self.functions.append(
+                self.expr_fn(f"legal_{kind}", a.legal, ir.BOOL, f"Is `{a.name}` legal?", params, ranges)
+            )
         if spec.box is not None:
-            self.functions.append(self.writer("effect_box", spec.box.effect, "Effect of the continuous action.", ["action: &[f32]"], action=True))
+            self.functions.append(
+                self.writer(
+                    "effect_box", spec.box.effect, "Effect of the continuous action.", ["action: &[f32]"], action=True
+                )
+            )
         self.functions.append(self.dispatch())
         self.functions.append(self.is_legal())
         self.functions.append(self.legal_mask())
@@ -184,12 +213,16 @@ class Lowering:
             for a in self.spec.actions:
                 kind = self.names.get("kind", a.name)
                 vals = self.decode(a, f"(id - {a.offset})" if a.offset else "id")
-                lines.append(f"        {a.offset}..={a.offset + a.size - 1} => legal_{kind}({', '.join(['st', 'prm', *vals])}),")
+                lines.append(
+                    f"        {a.offset}..={a.offset + a.size - 1} => legal_{kind}({', '.join(['st', 'prm', *vals])}),"
+                )
             lines.append("        _ => false,")
             lines.append("    }")
         else:
             lines.append("    false")
-        return Function("is_legal", "st: &State, prm: &Params, id: usize", "bool", lines, ["/// Is action id `id` legal?"])
+        return Function(
+            "is_legal", "st: &State, prm: &Params, id: usize", "bool", lines, ["/// Is action id `id` legal?"]
+        )
 
     def legal_mask(self) -> Function:
         """Every kind's ids, with each conjunct of `legal` tested in the outermost loop that binds its params."""
@@ -266,13 +299,20 @@ class Lowering:
                 em.s_if(ir.IfS(cond=r.when, then=r.body, span=r.when.span), ctx)
         names = ", ".join(r.name for r in self.spec.rules) or "none"
         args = self.sig(code, True, key) + ([] if key else ["_key: Key"])
-        self.functions.append(Function("apply_rules", ", ".join(args), "", em.lines, [f"/// The automatic rules, in order ({names})."]))
+        self.functions.append(
+            Function("apply_rules", ", ".join(args), "", em.lines, [f"/// The automatic rules, in order ({names})."])
+        )
 
     def observe(self) -> Function:
         em = self.emitter()
         em.block(self.spec.observation, Ctx(None, {}, obs=True))
-        args = self.sig(self.spec.observation, False, False) + [self.arg("p", "i32", self.spec.observation), "obs: &mut Obs"]
-        return Function("observe", ", ".join(args), "", em.lines, ["/// Write player `p`'s observation into `obs` (zeroed)."])
+        args = self.sig(self.spec.observation, False, False) + [
+            self.arg("p", "i32", self.spec.observation),
+            "obs: &mut Obs",
+        ]
+        return Function(
+            "observe", ", ".join(args), "", em.lines, ["/// Write player `p`'s observation into `obs` (zeroed)."]
+        )
 
     def invariants(self) -> Function:
         em = self.emitter()
@@ -281,7 +321,9 @@ class Lowering:
             em.line(f"ok[{i}] = {em.expr(x, Ctx())};")
         body = tuple(x for _, x in self.spec.invariants)
         args = self.sig(body, False, False) + [f"{'ok' if self.spec.invariants else '_ok'}: &mut [bool]"]
-        return Function("invariants", ", ".join(args), "", em.lines, ["/// Each invariant's truth value, in `INVARIANTS` order."])
+        return Function(
+            "invariants", ", ".join(args), "", em.lines, ["/// Each invariant's truth value, in `INVARIANTS` order."]
+        )
 
     def all_functions(self) -> list[Function]:
         spec = self.spec
@@ -294,8 +336,12 @@ class Lowering:
         self.rules()
         self.functions.append(
             self.expr_fn(
-                "reward", spec.reward, ir.F32, "Reward of player `p` for the last transition.",
-                [self.arg("p", "i32", spec.reward)], {"p": (0, spec.players)},
+                "reward",
+                spec.reward,
+                ir.F32,
+                "Reward of player `p` for the last transition.",
+                [self.arg("p", "i32", spec.reward)],
+                {"p": (0, spec.players)},
             )
         )
         self.functions.append(self.expr_fn("is_terminated", spec.terminated, ir.BOOL, "Has the episode ended?"))
@@ -336,34 +382,65 @@ class Lowering:
             name = self.names.get("item", c.name, "upper")
             kind = "const" if not c.ty.shape else "static"
             ty = self.ty(c.ty) if not c.ty.shape else f"[{self.ty(c.ty)}; {len(c.values)}]"
-            consts.append({"kind": kind, "name": name, "ty": ty, "value": self.array_init(c.values, c.ty),
-                           "doc": comment_lines(c.doc or f"`{c.name}`, shape {list(c.ty.shape)}", "/// ")})
+            consts.append(
+                {
+                    "kind": kind,
+                    "name": name,
+                    "ty": ty,
+                    "value": self.array_init(c.values, c.ty),
+                    "doc": comment_lines(c.doc or f"`{c.name}`, shape {list(c.ty.shape)}", "/// "),
+                }
+            )
         params = [
-            {"name": self.names.get("param", p.name), "spec": p.name, "ty": self.ty(p.ty), "dtype": p.ty.dtype.value,
-             "default": self.value(p.default, p.ty), "doc": comment_lines(p.doc, "/// ") if p.doc.strip() else []}
+            {
+                "name": self.names.get("param", p.name),
+                "spec": p.name,
+                "ty": self.ty(p.ty),
+                "dtype": p.ty.dtype.value,
+                "default": self.value(p.default, p.ty),
+                "doc": comment_lines(p.doc, "/// ") if p.doc.strip() else [],
+            }
             for p in spec.params
             if not p.static
         ]
         fields = []
         for f in spec.fields:
             n = math.prod(f.ty.shape)
-            fields.append({
-                "name": self.names.get("field", f.name), "spec": f.name, "ty": self.ty(f.ty),
-                "rust_ty": self.ty(f.ty) if not f.ty.shape else f"[{self.ty(f.ty)}; {n}]",
-                "init": self.array_init(f.init, f.ty), "shape": list(f.ty.shape), "size": n,
-                "kind": ARRAY_KIND[f.ty.dtype], "scalar": not f.ty.shape,
-                "doc": comment_lines(f.doc or f"`{f.name}`" + (f", shape {list(f.ty.shape)}" if f.ty.shape else ""), "/// "),
-            })
+            fields.append(
+                {
+                    "name": self.names.get("field", f.name),
+                    "spec": f.name,
+                    "ty": self.ty(f.ty),
+                    "rust_ty": self.ty(f.ty) if not f.ty.shape else f"[{self.ty(f.ty)}; {n}]",
+                    "init": self.array_init(f.init, f.ty),
+                    "shape": list(f.ty.shape),
+                    "size": n,
+                    "kind": ARRAY_KIND[f.ty.dtype],
+                    "scalar": not f.ty.shape,
+                    "doc": comment_lines(
+                        f.doc or f"`{f.name}`" + (f", shape {list(f.ty.shape)}" if f.ty.shape else ""), "/// "
+                    ),
+                }
+            )
         obs = []
         for o in spec.obs_fields:
             n = math.prod(o.ty.shape)
-            obs.append({
-                "name": self.names.get("obs", o.name), "spec": o.name, "ty": self.ty(o.ty), "size": n,
-                "rust_ty": self.ty(o.ty) if not o.ty.shape else f"[{self.ty(o.ty)}; {n}]",
-                "zero": "false" if o.ty.dtype is DType.BOOL else ("0.0" if o.ty.dtype is DType.F32 else "0"),
-                "shape": list(o.ty.shape), "kind": ARRAY_KIND[o.ty.dtype], "scalar": not o.ty.shape,
-                "dtype": o.ty.dtype, "low": o.low, "high": o.high,
-            })
+            obs.append(
+                {
+                    "name": self.names.get("obs", o.name),
+                    "spec": o.name,
+                    "ty": self.ty(o.ty),
+                    "size": n,
+                    "rust_ty": self.ty(o.ty) if not o.ty.shape else f"[{self.ty(o.ty)}; {n}]",
+                    "zero": "false" if o.ty.dtype is DType.BOOL else ("0.0" if o.ty.dtype is DType.F32 else "0"),
+                    "shape": list(o.ty.shape),
+                    "kind": ARRAY_KIND[o.ty.dtype],
+                    "scalar": not o.ty.shape,
+                    "dtype": o.ty.dtype,
+                    "low": o.low,
+                    "high": o.high,
+                }
+            )
         step_draws = self.an.draws(tuple(a.effect for a in spec.actions) + tuple(r.body for r in spec.rules)) or (
             spec.box is not None and self.an.draws(spec.box.effect)
         )
@@ -495,7 +572,13 @@ def _obs_space(o: ir.ObsFieldInfo) -> dict[str, object]:
     lo = o.low if o.low is not None else lo
     hi = o.high if o.high is not None else hi
     if dt is not DType.F32:
-        return {"name": o.name, "low": repr(int(lo)), "high": repr(int(hi)), "shape": tuple(o.ty.shape), "dtype": NUMPY[dt]}
+        return {
+            "name": o.name,
+            "low": repr(int(lo)),
+            "high": repr(int(hi)),
+            "shape": tuple(o.ty.shape),
+            "dtype": NUMPY[dt],
+        }
     return {"name": o.name, "low": _pyfloat(lo), "high": _pyfloat(hi), "shape": tuple(o.ty.shape), "dtype": NUMPY[dt]}
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir
-from envc.lower_rust import HERE, RUNTIME, TEMPLATES, crate_lock, render, runtime_digest, runtime_files
+from envc.lower_rust import HERE, TEMPLATES, crate_lock, render, runtime_digest, runtime_files
 
 
 class RustBuildError(RuntimeError):
@@ -38,16 +38,16 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ENVC_CACHE", Path.home() / ".cache" / "envc"))
 
 
-def target_dir() -> Path:
+def target_dir(cache: Path | None = None) -> Path:
     """The cargo target folder shared by every build."""
-    return cache_dir() / "rust" / "target"
+    return (cache or cache_dir()) / "rust" / "target"
 
 
 @functools.cache
 def compiler_digest() -> str:
     """A hash of the Rust lowering, its templates and the runtime, so a changed compiler never reuses a build."""
     h = hashlib.sha256(__version__.encode())
-    for p in sorted([*HERE.glob("*.py"), *TEMPLATES.rglob("*.j2")]):
+    for p in sorted([HERE / "__init__.py", HERE / "emit.py", HERE / "build.py", *TEMPLATES.rglob("*.j2")]):
         h.update(p.name.encode() + p.read_bytes())
     h.update(runtime_digest().encode())
     return h.hexdigest()
@@ -58,12 +58,12 @@ def package_name(spec: ir.SpecIR, digest: str) -> str:
     return f"envc_{re.sub(r'[^A-Za-z0-9_]', '_', spec.name)}_{digest[:10]}_rs"
 
 
-def cargo_env() -> dict[str, str]:
+def cargo_env(cache: Path | None = None) -> dict[str, str]:
     """The environment of a cargo build of an extension module for this interpreter."""
     env = dict(os.environ)
     env["PYO3_PYTHON"] = sys.executable
     env["PYO3_BUILD_EXTENSION_MODULE"] = "1"
-    env["CARGO_TARGET_DIR"] = str(target_dir())
+    env["CARGO_TARGET_DIR"] = str(target_dir(cache))
     env.setdefault("CARGO_TERM_COLOR", "never")
     return env
 
@@ -86,9 +86,9 @@ def _write_tree(root: Path, files: Mapping[str, str]) -> None:
         p.write_text(body)
 
 
-def shared_runtime() -> Path:
+def shared_runtime(cache: Path | None = None) -> Path:
     """The cache's copy of the runtime crate for this runtime version (written once)."""
-    root = cache_dir() / "rust" / f"runtime-{runtime_digest()[:12]}"
+    root = (cache or cache_dir()) / "rust" / f"runtime-{runtime_digest()[:12]}"
     if not (root / "Cargo.toml").exists():
         root.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=".runtime-"))
@@ -100,7 +100,7 @@ def shared_runtime() -> Path:
     return root
 
 
-def cargo_build(manifest: Path, progress: Callable[[str], None] | None = None) -> None:
+def cargo_build(manifest: Path, progress: Callable[[str], None] | None = None, cache: Path | None = None) -> None:
     """`cargo build --release` of one crate into the shared target folder."""
     if shutil.which("cargo") is None:
         raise RustBuildError("cargo is not installed: the rust backend needs a Rust toolchain (https://rustup.rs)")
@@ -108,7 +108,7 @@ def cargo_build(manifest: Path, progress: Callable[[str], None] | None = None) -
         progress("cargo build --release")
     proc = subprocess.run(
         ["cargo", "build", "--release", "--quiet", "--manifest-path", str(manifest)],
-        env=cargo_env(),
+        env=cargo_env(cache),
         capture_output=True,
         text=True,
         check=False,
@@ -118,34 +118,43 @@ def cargo_build(manifest: Path, progress: Callable[[str], None] | None = None) -
         raise RustBuildError(f"cargo build of {manifest.parent} failed:\n{tail}")
 
 
-def compile_to_cache(spec: ir.SpecIR, progress: Callable[[str], None] | None = None) -> str:
-    """Generate and build (once) the package of `spec`; returns its name, importable afterwards."""
+def compile_to_cache(spec: ir.SpecIR, progress: Callable[[str], None] | None = None, cache: Path | None = None) -> str:
+    """Generate and build (once) the package of `spec` in `cache` (default: `cache_dir()`); returns its
+    name, importable afterwards."""
     digest = hashlib.sha256((spec.model_dump_json() + compiler_digest()).encode()).hexdigest()
     name = package_name(spec, digest)
-    base = cache_dir() / "rust"
+    base = (cache or cache_dir()) / "rust"
     root = base / "packages" / name
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     done = root / name / f"_core{suffix}"
     if not done.exists():
         with _locked(base / "locks" / name):
             if not done.exists():
-                _build(spec, name, base, root, suffix, progress)
+                _build(spec, name, base, root, suffix, progress, cache)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     return name
 
 
-def _build(spec: ir.SpecIR, name: str, base: Path, root: Path, suffix: str, progress: Callable[[str], None] | None) -> None:
+def _build(
+    spec: ir.SpecIR,
+    name: str,
+    base: Path,
+    root: Path,
+    suffix: str,
+    progress: Callable[[str], None] | None,
+    cache: Path | None,
+) -> None:
     text = Path(spec.path).read_text() if Path(spec.path).exists() else spec.name
-    runtime = shared_runtime()
+    runtime = shared_runtime(cache)
     files = render(spec, text, name, runtime_path=str(runtime))
     crate = base / "crates" / name
     shutil.rmtree(crate, ignore_errors=True)
     _write_tree(crate, {k: v for k, v in files.items() if not k.startswith("python/")})
     (crate / "Cargo.lock").write_text(crate_lock(name, "0.0.0"))
     t0 = time.perf_counter()
-    cargo_build(crate / "Cargo.toml", progress)
-    built = target_dir() / "release" / f"lib{name}.so"
+    cargo_build(crate / "Cargo.toml", progress, cache)
+    built = target_dir(cache) / "release" / f"lib{name}.so"
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{name}-"))
     _write_tree(tmp, {k.removeprefix("python/"): v for k, v in files.items() if k.startswith("python/")})
@@ -172,9 +181,12 @@ class RustEnv:
         params: Mapping[str, Any] | None = None,
         module: Any = None,
         progress: Callable[[str], None] | None = None,
+        cache: Path | None = None,
     ):
         self.spec = spec
-        self.module = module if module is not None else importlib.import_module(compile_to_cache(spec, progress))
+        if module is None:
+            module = importlib.import_module(compile_to_cache(spec, progress, cache))
+        self.module = module
         self.env = self.module.Env(params)
         self.params = self.env.params
         self.num_players = spec.players

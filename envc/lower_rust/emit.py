@@ -78,8 +78,10 @@ class Names:
             base = base[:1].upper() + base[1:]
         cand = base
         internal = space in ("local", "item")  # other spaces are struct fields, reached through `st.`, `prm.`, ...
-        if cand in KEYWORDS or cand in ("self", "Self", "crate", "super") or (
-            internal and (cand in INTERNAL or (style == "keep" and cand.startswith("_")))
+        if (
+            cand in KEYWORDS
+            or cand in ("self", "Self", "crate", "super")
+            or (internal and (cand in INTERNAL or (style == "keep" and cand.startswith("_"))))
         ):
             cand += "_"
         first, n = cand, 1
@@ -358,7 +360,8 @@ class Emitter:
         if ty.enum is not None:
             info = self.enum_info[ty.enum]
             if 0 <= v < len(info.members):
-                return f"{self.names.get('item', ty.enum, 'camel')}::{self.names.get('enum:' + ty.enum, info.members[v], 'upper')}"
+                member = self.names.get("enum:" + ty.enum, info.members[v], "upper")
+                return f"{self.names.get('item', ty.enum, 'camel')}::{member}"
         return int_literal(v, ty.dtype)
 
     # ---- indices -------------------------------------------------------
@@ -372,7 +375,12 @@ class Emitter:
         return None
 
     def in_range(self, e: ir.Expr, dim: int, ctx: Ctx) -> bool:
-        return isinstance(e, ir.Local) and e.name in ctx.ranges and 0 <= ctx.ranges[e.name][0] and ctx.ranges[e.name][1] <= dim
+        return (
+            isinstance(e, ir.Local)
+            and e.name in ctx.ranges
+            and 0 <= ctx.ranges[e.name][0]
+            and ctx.ranges[e.name][1] <= dim
+        )
 
     def read_offset(self, idx: tuple[ir.Expr, ...], shape: tuple[int, ...], ctx: Ctx) -> str:
         """The flat offset of the leading indices `idx` (each clamped into its dimension)."""
@@ -383,14 +391,20 @@ class Emitter:
             if v is not None:
                 const += min(max(v, 0), dim - 1) * stride
                 continue
-            code = f"{paren(self.expr(e, ctx))} as usize" if self.in_range(e, dim, ctx) else f"ops::ix({self.expr(e, ctx)}, {dim})"
+            code = (
+                f"{paren(self.expr(e, ctx))} as usize"
+                if self.in_range(e, dim, ctx)
+                else f"ops::ix({self.expr(e, ctx)}, {dim})"
+            )
             terms.append(code if stride == 1 else f"{paren(code)} * {stride}")
         if const or not terms:
             terms.append(str(const))
         return " + ".join(terms)
 
-    def write_offset(self, idx: tuple[ir.Expr, ...], shape: tuple[int, ...], ctx: Ctx) -> tuple[list[tuple[str, str]], str] | None:
-        """(checks, offset): `checks` are (binding, `ops::wx(...)`) pairs that must all be Some; None: never in range."""
+    def write_offset(
+        self, idx: tuple[ir.Expr, ...], shape: tuple[int, ...], ctx: Ctx
+    ) -> tuple[list[tuple[str, str]], str] | None:
+        """(checks, offset): every (binding, `ops::wx(...)`) check must be Some; None if never in range."""
         const = 0
         terms, checks = [], []
         for e, dim, stride in zip(idx, shape, strides(shape)):
@@ -483,7 +497,9 @@ class Emitter:
             if op == "%":
                 return f"ops::f32_floor_mod({a}, {b})"
             return f"{paren(a)} {op} {paren(b)}"
-        method = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul", "//": "floor_div", "%": "floor_mod"}[op]
+        method = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul", "//": "floor_div", "%": "floor_mod"}[
+            op
+        ]
         return f"{paren(a)}.{method}({b})"
 
     def x_cast(self, e: ir.Cast, ctx: Ctx) -> str:
@@ -657,7 +673,9 @@ class Emitter:
         checks, off = where
         with self.guarded(checks):
             if t.ty.shape:
-                self.line(f"{place}[{off}..{off} + {rest}].fill({v});" if off != "0" else f"{place}[..{rest}].fill({v});")
+                self.line(
+                    f"{place}[{off}..{off} + {rest}].fill({v});" if off != "0" else f"{place}[..{rest}].fill({v});"
+                )
             else:
                 self.line(f"{place}[{off}] = {v};")
 
@@ -797,7 +815,9 @@ class Emitter:
                 self.line(f"{call};")
             return ""
         if checks:
-            somes = f"Some({checks[0][0]})" if len(checks) == 1 else "(" + ", ".join(f"Some({b})" for b, _ in checks) + ")"
+            somes = (
+                f"Some({checks[0][0]})" if len(checks) == 1 else "(" + ", ".join(f"Some({b})" for b, _ in checks) + ")"
+            )
             tests = checks[0][1] if len(checks) == 1 else "(" + ", ".join(c for _, c in checks) + ")"
             self.line(f"let {got}: {elem} = match {tests} {{")
             with self.indented():

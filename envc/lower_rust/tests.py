@@ -12,9 +12,9 @@ def render_tests(spec: ir.SpecIR, package: str, episodes: int = 100, states: int
     """tests/test_verify.py plus tests/spec/ (the spec and its data files), path -> text."""
     src = Path(spec.path)
     files = {
-        "tests/test_verify.py": _env(TEMPLATES).get_template("tests/test_verify.py.j2").render(
-            spec=spec, package=package, version=__version__, spec_file=src.name, episodes=episodes, states=states
-        ),
+        "tests/test_verify.py": _env(TEMPLATES)
+        .get_template("tests/test_verify.py.j2")
+        .render(spec=spec, package=package, version=__version__, spec_file=src.name, episodes=episodes, states=states),
         f"tests/spec/{src.name}": src.read_text(),
     }
     for rel in spec.data_files:

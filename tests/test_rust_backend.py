@@ -1,0 +1,416 @@
+"""The Rust backend: L1-L3 against the reference for every shipped spec, exact f32 arithmetic, the gymnasium
+interfaces, injection-proof names, `envc compile --backend rust|all` and `pip install` of its output."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import envc
+from envc import ir, rng
+from envc.compile import CompileError, write_package
+from envc.interpret import ReferenceEnv
+from envc.lower_rust.build import RustEnv, target_dir
+from envc.verify import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted(
+    [*(ROOT / "specs").glob("*.yaml"), *(ROOT / "docs" / "examples").glob("*.yaml"), ROOT / "tests/specs/tcg_mechanics.yaml"]
+)
+
+
+@pytest.fixture(scope="session")
+def rust_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One envc cache for the whole test run (shared by xdist workers), so cargo builds each crate once."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "envc-rust-cache"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+_BUILT: dict[str, RustEnv] = {}
+
+
+def rust(path: Path, cache: Path, params: dict[str, Any] | None = None) -> RustEnv:
+    key = f"{path}:{params}"
+    if key not in _BUILT:
+        _BUILT[key] = RustEnv(envc.load(str(path)), params=params, cache=cache)
+    return _BUILT[key]
+
+
+def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "envc.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, "ENVC_CACHE": str(cache)},
+    )
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_verify_l1_l2_l3(path: Path, rust_cache: Path) -> None:
+    env = rust(path, rust_cache)
+    episodes = 20 if path.stem == "tcg_mechanics" else 40
+    checks = verify(env.spec, env, episodes=episodes, states=80, seed=11)
+    failed = [f"{c.level} {c.name}: {c.failures}" for c in checks if not c.passed]
+    assert not failed, "\n".join(failed)
+    assert {c.level for c in checks} == {"L1", "L2", "L3"} and all(c.cases > 0 or "leak" in c.name for c in checks)
+
+
+ARITH = """
+name: arith
+doc: f32 and integer arithmetic of every kind, with draws in a loop.
+version: "1.0"
+players: 1
+params:
+  scale: {type: f32, default: 0.1}
+state:
+  a: {type: f32, init: 0.3}
+  b: {type: f32, shape: [3], init: [1.5, -2.25, 0.1]}
+  i: {type: i8, init: -100}
+  u: {type: u32, init: 7}
+  n: {type: i16}
+actions:
+  go:
+    params: {k: 4}
+    effect: |
+      for j in range(3):
+        b[j] = b[j] * scale + uniform(-1.0, 1.0) / (a + 3.0)
+      a = a - b[k % 3] * 0.7 + f32(k) // 0.3 - (a % 1.3)
+      i = i * 3 + i8(k) - 100
+      u = u * 2654435761 + u32(k)
+      n = n // i16(k - 2) + n % 3 + i16(i32(a * 10.0))
+      if abs(a) > 1000.0:
+        a = 0.0
+reward: "a + b[0] * b[1] - b[2] / 3.0"
+terminated: "false"
+truncated: "step_count >= 40"
+observation:
+  fields:
+    o: {type: f32, shape: [4]}
+  body: |
+    o[0] = a
+    o[1] = b[0] - b[1]
+    o[2] = f32(i) * 0.5
+    o[3] = f32(n)
+"""
+
+
+def rounded(spec: ir.SpecIR) -> ir.SpecIR:
+    """The spec with every f32 constant rounded to f32 (the reference keeps Python floats; see requests-rust.md)."""
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, tuple):
+            return tuple(fix(x) for x in node)
+        if isinstance(node, ir.Lit) and node.ty.dtype is ir.DType.F32:
+            return node.model_copy(update={"value": float(np.float32(node.value))})
+        if isinstance(node, (ir.ParamInfo,)) and node.ty.dtype is ir.DType.F32:
+            return node.model_copy(update={"default": float(np.float32(node.default))})
+        if isinstance(node, (ir.FieldInfo, ir.ConstInfo)) and node.ty.dtype is ir.DType.F32:
+            key = "init" if isinstance(node, ir.FieldInfo) else "values"
+            return node.model_copy(update={key: tuple(float(np.float32(v)) for v in getattr(node, key))})
+        if isinstance(node, ir._Node):
+            return node.model_copy(update={k: fix(getattr(node, k)) for k in type(node).model_fields})
+        return node
+
+    return fix(spec)  # type: ignore[no-any-return]
+
+
+def test_float_and_integer_arithmetic_is_bit_exact(tmp_path: Path, rust_cache: Path) -> None:
+    path = tmp_path / "arith.yaml"
+    path.write_text(ARITH)
+    spec = rounded(envc.load(str(path)))
+    ref, env = ReferenceEnv(spec, strict=False), RustEnv(spec, cache=rust_cache)  # `n // 0` takes the fallback
+    key = rng.key_from_seed(5)
+    gen = np.random.default_rng(5)
+    compared = 0
+    for _ in range(10):
+        key, k = rng.split(key)
+        r, b = ref.init(k), env.init(k)
+        for _t in range(40):
+            want, got = ref.state_to_dict(r), env.state_to_dict(b)
+            for name, w in want.items():
+                w, g = np.asarray(w), np.asarray(got[name])
+                assert w.dtype == g.dtype and w.shape == g.shape, name
+                assert w.tobytes() == g.tobytes() or (w.dtype.kind == "f" and np.array_equal(w, g, equal_nan=True)), (
+                    f"{name}: reference {w!r} rust {g!r}"
+                )
+                compared += 1
+            if r.terminated or r.truncated:
+                break
+            key, k = rng.split(key)
+            a = int(gen.integers(4))
+            r, b = ref.step(r, a, k), env.step(b, a, k)
+    assert compared > 1000
+
+
+def test_transcendentals_stay_within_the_documented_tolerance(rust_cache: Path) -> None:
+    spec = rounded(envc.load(str(ROOT / "specs" / "cartpole.yaml")))
+    ref, env = ReferenceEnv(spec), RustEnv(spec, cache=rust_cache)
+    worst = 0
+    key = rng.key_from_seed(1)
+    for _ in range(20):
+        key, k = rng.split(key)
+        r, b = ref.init(k), env.init(k)
+        for t in range(60):
+            w = np.asarray(ref.state_to_dict(r)["observation"])
+            g = np.asarray(env.state_to_dict(b)["observation"])
+            ulps = np.abs(w.view(np.int32).astype(np.int64) - g.view(np.int32).astype(np.int64))
+            worst = max(worst, int(ulps.max()))
+            if r.terminated:
+                break
+            key, k = rng.split(key)
+            r, b = ref.step(r, t % 2, k), env.step(b, t % 2, k)
+    assert worst <= 64, f"{worst} ULPs"
+
+
+def test_runtime_params_override_like_the_reference(rust_cache: Path) -> None:
+    path = ROOT / "specs" / "cartpole.yaml"
+    env = rust(path, rust_cache, {"gravity": 20.0, "max_steps": 7})
+    ref = ReferenceEnv(env.spec, params={"gravity": 20.0, "max_steps": 7})
+    k = (0, 9)
+    r, b = ref.init(k), env.init(k)
+    for _ in range(8):
+        r, b = ref.step(r, 1, k), env.step(b, 1, k)
+    assert bool(b.truncated) and b.step_count == 7
+    assert np.allclose(ref.state_to_dict(r)["observation"], env.state_to_dict(b)["observation"], rtol=1e-5)
+    with pytest.raises(KeyError, match="unknown runtime param"):
+        rust(path, rust_cache, {"gravityy": 1.0})
+
+
+def test_vector_env_equals_gymnasium_sync_vector_env(rust_cache: Path) -> None:
+    """Our VectorEnv against gymnasium's own SyncVectorEnv over our gym Env: same seeds, same episodes."""
+    import gymnasium as gym
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    for name in ("corridor", "connect_four"):
+        path = ROOT / ("docs/examples" if name == "corridor" else "specs") / f"{name}.yaml"
+        env = rust(path, rust_cache)
+        ours = env.vector_env(5, threads=2)
+        theirs = SyncVectorEnv([env.gym_env for _ in range(5)], autoreset_mode=AutoresetMode.NEXT_STEP)
+        assert ours.single_observation_space == theirs.single_observation_space
+        o1, i1 = ours.reset(seed=42)
+        o2, i2 = theirs.reset(seed=42)
+        np.testing.assert_array_equal(o1, o2)
+        gen = np.random.default_rng(0)
+        done = 0
+        for _ in range(120):
+            a = np.array([gen.choice(np.flatnonzero(m)) for m in i1["legal_action_mask"]])
+            o1, r1, t1, u1, i1 = ours.step(a)
+            o2, r2, t2, u2, i2 = theirs.step(a)
+            for x, y in ((o1, o2), (r1, r2), (t1, t2), (u1, u2), (i1["legal_action_mask"], i2["legal_action_mask"])):
+                np.testing.assert_array_equal(x, y)
+            done += int(np.sum(t1 | u1))
+        assert done > 3
+        assert isinstance(ours, gym.vector.VectorEnv) and ours.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+
+
+def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:
+    """The documented key scheme: env i of reset(seed=s) plays episode j with episode_keys(s + i, j)."""
+    path = ROOT / "docs" / "examples" / "corridor.yaml"  # its effect draws (slippery floor)
+    env = rust(path, rust_cache)
+    ref = ReferenceEnv(env.spec)
+    envs = env.vector_env(3, threads=1)
+    obs, info = envs.reset(seed=100)
+    states = []
+    for i in range(3):
+        reset_key, stream = env.module.episode_keys(100 + i, 0)
+        states.append([ref.init(reset_key), stream, 0])
+    for i in range(3):
+        np.testing.assert_array_equal(obs[i], states[i][0].observation)
+    for _ in range(30):
+        a = np.array([int(np.flatnonzero(m)[-1]) for m in info["legal_action_mask"]])
+        obs, reward, term, trunc, info = envs.step(a)
+        for i in range(3):
+            s, stream, t = states[i]
+            if s.terminated or s.truncated:
+                continue
+            s = ref.step(s, int(a[i]), env.module.fold_in(stream, t + 1))
+            states[i] = [s, stream, t + 1]
+            np.testing.assert_array_equal(obs[i], s.observation)
+            assert reward[i] == s.rewards[0] and term[i] == s.terminated
+
+
+def test_threads_do_not_change_results(rust_cache: Path) -> None:
+    env = rust(ROOT / "tests/specs/tcg_mechanics.yaml", rust_cache)
+    runs = []
+    for threads in (1, 2, 3):
+        envs = env.vector_env(70, seed=1, threads=threads)
+        obs, info = envs.reset()
+        trace = []
+        gen = np.random.default_rng(2)
+        for _ in range(40):
+            a = np.array([gen.choice(np.flatnonzero(m)) for m in info["legal_action_mask"]])
+            obs, r, term, trunc, info = envs.step(a)
+            trace.append((obs["boards"].copy(), r, term, info["rewards"], info["current_player"]))
+        runs.append(trace)
+        assert envs.threads == threads
+    for other in runs[1:]:
+        for x, y in zip(runs[0], other):
+            for a, b in zip(x, y):
+                np.testing.assert_array_equal(a, b)
+    assert env.rollout(64, 30, threads=2)["steps"] == 64 * 30
+
+
+def test_gym_env_passes_gymnasium_env_checker(rust_cache: Path) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    for path in (ROOT / "specs/cartpole.yaml", ROOT / "specs/tic_tac_toe.yaml", ROOT / "tests/specs/tcg_mechanics.yaml"):
+        e = rust(path, rust_cache).gym_env()
+        check_env(e, skip_render_check=True)
+        obs, info = e.reset(seed=3)
+        assert e.observation_space.contains(obs) and info["legal_action_mask"].any()
+
+
+HOSTILE = '''
+name: unsafe
+doc: "*/ } fn main() { std::process::exit(3) } /*\\n#![no_std] \\u202e {{ 7*7 }} \\\\ \\" end"
+version: "1.0"
+players: 2
+types:
+  State: {enum: [Some, Vec, loop], doc: "x\\n}\\nfn evil_type() {}"}
+params:
+  crate: {type: i32, default: 3, doc: "\\n}\\nfn evil_param() {}"}
+state:
+  loop: {type: i32, doc: "line\\nfn evil_field() {}"}
+  st: {type: State, init: Some}
+  obs: f32
+  _t1: i32
+  Spec: {type: i8, shape: [2]}
+functions:
+  Some: {params: {prm: i32}, returns: i32, body: "prm + crate"}
+procedures:
+  super:
+    params: {move: i32}
+    body: |
+      let mask = move * 2
+      _t1 = _t1 + mask
+actions:
+  dyn:
+    params: {static: 3}
+    legal: "static <= loop + 2"
+    effect: |
+      let ops = Some(static)
+      loop = loop + ops % 7
+      super(ops)
+      st = State.loop
+      obs = obs + 0.5
+      Spec[current_player] = i8(static)
+      current_player = 1 - current_player
+reward: "f32(loop) * 0.1"
+terminated: "loop > 20"
+truncated: "step_count >= 30"
+observation:
+  fields:
+    rng: {type: i32, shape: [3]}
+  body: |
+    rng[0] = loop
+    rng[1] = _t1
+    rng[2] = i32(Spec[p])
+'''
+
+
+def test_spec_names_and_strings_cannot_inject_code(tmp_path: Path, rust_cache: Path) -> None:
+    path = tmp_path / "unsafe.yaml"
+    path.write_text(HOSTILE)
+    spec, diags = envc.lint(str(path))
+    assert spec is not None, [d.format() for d in diags]
+    env = RustEnv(spec, cache=rust_cache)
+    checks = verify(spec, env, episodes=5, states=20)
+    assert all(c.passed for c in checks), [c.failures for c in checks if not c.passed]
+    out = tmp_path / "out"
+    write_package(spec, out, backend="rust")
+    for rel in ("src/env.rs", "src/lib.rs", "python/unsafe_rust/__init__.py", "python/unsafe_rust/gym.py", "README.md"):
+        text = (out / rel).read_text()
+        assert "\u202e" not in text, rel
+        for line in text.splitlines():
+            if "evil" in line or "process::exit" in line or "no_std" in line:
+                assert line.strip().startswith(("//", "#", "doc")), f"{rel}: {line}"
+    for rel in ("python/unsafe_rust/__init__.py", "python/unsafe_rust/gym.py", "tests/test_verify.py"):
+        compile((out / rel).read_text(), rel, "exec")
+    assert "49" not in (out / "README.md").read_text()
+
+
+def test_compile_rust_is_atomic_and_complete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = envc.load(str(ROOT / "specs" / "tic_tac_toe.yaml"))
+    files = write_package(spec, tmp_path / "ttt", backend="rust")
+    names = {str(p.relative_to(tmp_path / "ttt")) for p in files}
+    for rel in ("pyproject.toml", "Cargo.toml", "Cargo.lock", "src/env.rs", "src/lib.rs", "runtime/src/rng.rs",
+                "runtime/Cargo.lock", "python/tic_tac_toe_rust/__init__.py", "tests/test_verify.py",
+                "tests/spec/tic_tac_toe.yaml"):
+        assert rel in names, rel
+    env_rs = (tmp_path / "ttt" / "src/env.rs").read_text()
+    assert env_rs.startswith("//! The `tic_tac_toe` environment, generated by envc")
+    lock = (tmp_path / "ttt" / "Cargo.lock").read_text()
+    assert 'name = "tic_tac_toe_rust"' in lock and 'name = "pyo3"' in lock
+
+    def boom(*args: object) -> dict[str, str]:
+        raise CompileError("template exploded")
+
+    monkeypatch.setattr("envc.lower_rust.tests.render_tests", boom)
+    with pytest.raises(CompileError):
+        write_package(spec, tmp_path / "second", backend="rust")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ttt"]
+
+
+def test_compile_all_holds_both_backends(tmp_path: Path) -> None:
+    spec = envc.load(str(ROOT / "specs" / "kuhn_poker.yaml"))
+    write_package(spec, tmp_path / "both", backend="all")
+    root = tmp_path / "both"
+    assert (root / "python/kuhn_poker_jax/env.py").is_file() and (root / "python/kuhn_poker_rust/gym.py").is_file()
+    assert (root / "tests/test_verify_jax.py").is_file() and (root / "tests/test_verify_rust.py").is_file()
+    pyproject = (root / "pyproject.toml").read_text()
+    assert 'python-packages = ["kuhn_poker_jax"]' in pyproject and 'name = "kuhn_poker_envc"' in pyproject
+
+
+def test_pip_install_and_pytest_the_compiled_rust_package(tmp_path: Path, rust_cache: Path) -> None:
+    out, site = tmp_path / "kuhn", tmp_path / "site"
+    r = cli("compile", "specs/kuhn_poker.yaml", "-o", str(out), "--backend", "rust", cache=rust_cache)
+    assert r.returncode == 0, r.stderr
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "CARGO_TARGET_DIR": str(target_dir(rust_cache) / "pip"),
+    }
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-3000:]
+    assert list((site / "kuhn_poker_rust").glob("_core*.so"))
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", str(out / "tests")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(site), "ENVC_CACHE": str(rust_cache)},
+    )
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "5 passed" in r.stdout
+
+
+def test_cli_verify_and_bench_on_rust(rust_cache: Path) -> None:
+    r = cli("verify", "docs/examples/nim.yaml", "--backend", "rust", "--episodes", "10", "--states", "20", cache=rust_cache)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "nim on rust: L3" in r.stdout and "FAIL" not in r.stdout
+    r = cli("bench", "docs/examples/nim.yaml", "--backend", "rust", "--batch", "1,64", "--steps", "20", "--threads", "2",
+            "--json", cache=rust_cache)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    rows = json.loads(r.stdout)
+    assert [row["batch"] for row in rows] == [1, 64] and all(row["threads"] in (1, 2) for row in rows)
+    assert all(len(row["runs"]) == 5 and row["steps_per_s"] > 0 and math.isfinite(row["compile_s"]) for row in rows)
