@@ -24,6 +24,7 @@ from tcg_oracle import (
     ScriptedChance,
     WinReason,
     engine_state,
+    game_from_engine_state,
     is_legal,
     legal_mask,
     new_game,
@@ -570,3 +571,227 @@ def _check_invariants(game: Game) -> None:
     if game.phase == Phase.MAIN:
         assert game.current_player == game.turn_player
         assert all(pl.active.occupied for pl in game.players)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Situations random play rarely reaches: built from a reference mid-game state (cards moved between zones, so
+# every card stays accounted for), injected into both implementations, then played on with random actions.
+
+
+class Board:
+    """Edits a `state_to_dict` dict the way a player would move cards: every card comes from some zone."""
+
+    def __init__(self, d: dict[str, np.ndarray]):
+        self.d = {k: np.array(v) for k, v in d.items()}
+
+    def take(self, p: int, card: int) -> None:
+        """Remove one `card` of player `p` from the deck, the discard pile, the hand or the prizes."""
+        d = self.d
+        for zone in ("deck", "prizes"):
+            n = int(d[f"{zone}.count"][p])
+            where = [i for i in range(n) if d[zone][p][i] == card]
+            if where:
+                rest = [int(c) for i, c in enumerate(d[zone][p][:n]) if i != where[-1]]
+                d[zone][p] = rest + [0] * (len(d[zone][p]) - len(rest))
+                d[f"{zone}.count"][p] = n - 1
+                return
+        for zone in ("discard", "hand"):
+            if d[zone][p][card] > 0:
+                d[zone][p][card] -= 1
+                if zone == "hand":
+                    d["hand_size"][p] -= 1
+                return
+        raise LookupError(f"player {p} has no free card {card}")
+
+    def clear(self, p: int, s: int) -> None:
+        """The creature at position `s` and its energy go to the discard pile."""
+        d = self.d
+        for c in d["board.stack"][p][s]:
+            if c:
+                d["discard"][p][c] += 1
+        for t in range(4):
+            d["discard"][p][FIRST_ENERGY + t] += d["board.energy"][p][s][t]
+        for name in ("board.card", "board.damage", "board.poisoned", "board.burned", "board.cond", "board.played"):
+            d[name][p][s] = 0
+        d["board.stack"][p][s] = 0
+        d["board.energy"][p][s] = 0
+
+    def put(self, p: int, s: int, stack: list[int], energy: tuple[int, ...] = (0, 0, 0, 0), **fields: int) -> None:
+        self.clear(p, s)
+        d = self.d
+        for c in stack:
+            self.take(p, c)
+        for t, n in enumerate(energy):
+            for _ in range(n):
+                self.take(p, FIRST_ENERGY + t)
+        d["board.card"][p][s] = stack[-1]
+        d["board.stack"][p][s] = [*stack, 0, 0, 0][:3]
+        d["board.energy"][p][s] = energy
+        for name, value in fields.items():
+            d[f"board.{name}"][p][s] = value
+
+    def to_hand(self, p: int, card: int) -> None:
+        self.take(p, card)
+        self.d["hand"][p][card] += 1
+        self.d["hand_size"][p] += 1
+
+    def take_prizes(self, p: int, left: int) -> None:
+        """Prize cards go into the hand until `left` remain (as if taken)."""
+        while int(self.d["prizes.count"][p]) > left:
+            self.to_hand(p, int(self.d["prizes"][p][int(self.d["prizes.count"][p]) - 1]))
+
+
+def reference_midgame(deck_p0: int, deck_p1: int, seed: int = 0) -> tuple[Any, dict[str, np.ndarray]]:
+    """A reference state in `main` at turn >= 4 reached by random play (retried with the next seed if a game ends)."""
+    env = reference_env(deck_p0, deck_p1)
+    for attempt in range(seed, seed + 50):
+        actions = np.random.default_rng(attempt)
+        s = env.init(rng.key_from_seed(attempt))
+        key = rng.key_from_seed(attempt + 10_000)
+        while not (s.terminated or s.truncated):
+            d = env.state_to_dict(s)
+            if int(d["phase"]) == Phase.MAIN and int(d["turn"]) >= 4:
+                return env, d
+            key, sub = rng.split(key)
+            s = env.step(s, int(actions.choice(np.flatnonzero(np.asarray(s.legal_action_mask)))), sub)
+    raise AssertionError("no random game reached turn 4")
+
+
+def play_injected(
+    env: Any, d: dict[str, np.ndarray], decks: tuple[int, int], first: int, seed: int, extra_steps: int = 40
+) -> Game:
+    """Inject `d` into both implementations, take action `first`, then random actions; compare after each step.
+    Returns the oracle's game right after `first`."""
+    s = env.state_from_dict(d)
+    game = game_from_engine_state(env.state_to_dict(s), decks, MAX_TURNS, POOL)
+    chance = ScriptedChance()
+    found = compare(env, s, game)
+    assert not found, f"after injection: {found}"
+    assert bool(s.legal_action_mask[first]), f"{ACTIONS[first]} is not legal on the reference"
+    actions = np.random.default_rng(seed)
+    key = rng.key_from_seed(seed)
+    after_first: Game | None = None
+    a = first
+    for n in range(extra_steps + 1):
+        key, sub = rng.split(key)
+        env.chance_log = []
+        s = env.step(s, a, sub)
+        chance.load(script_of(env.chance_log))
+        step(game, a, chance)
+        chance.finish()
+        found = compare(env, s, game)
+        assert not found, f"step {n + 1} after {ACTIONS[a]}: {found}"
+        if after_first is None:
+            after_first = engine_copy(game)
+        if s.terminated or s.truncated:
+            break
+        a = int(actions.choice(np.flatnonzero(np.asarray(s.legal_action_mask))))
+    assert after_first is not None
+    return after_first
+
+
+def engine_copy(game: Game) -> Game:
+    return game_from_engine_state({**engine_state(game), "current_player": game.current_player,
+                                   "rewards": game.rewards}, game.deck_lists, game.max_turns, game.pool)
+
+
+def _poisoned_actives(b: Board, benches: bool) -> None:
+    """Both Actives poisoned, 10 HP from a knock-out; Benches cleared unless `benches`."""
+    for p in (0, 1):
+        card = int(b.d["board.card"][p][0])
+        b.d["board.poisoned"][p][0] = 1
+        b.d["board.damage"][p][0] = POOL.cards[card].hp - 10
+        if not benches:
+            for s in range(1, 6):
+                b.clear(p, s)
+
+
+def test_injected_double_knock_out_without_benches_is_a_draw() -> None:
+    env, d = reference_midgame(0, 1)
+    b = Board(d)
+    _poisoned_actives(b, benches=False)
+    game = play_injected(env, b.d, (0, 1), action_id(ActionKind.END_TURN), seed=1)
+    assert (game.phase, game.winner, game.win_reason) == (Phase.OVER, -1, WinReason.DRAW)  # 11.3
+
+
+def test_injected_double_knock_out_with_benches_the_turn_player_promotes_first() -> None:
+    env, d = reference_midgame(1, 0)
+    b = Board(d)
+    for p in (0, 1):
+        if not any(b.d["board.card"][p][1:]):
+            b.put(p, 1, [next(c for c in range(1, 25) if POOL.decks[(1, 0)[p]][c])])
+    _poisoned_actives(b, benches=True)
+    tp = int(d["turn_player"])
+    game = play_injected(env, b.d, (1, 0), action_id(ActionKind.END_TURN), seed=2)
+    assert (game.phase, game.current_player) == (Phase.PROMOTE, tp)  # 11.4 step 1
+
+
+def test_injected_last_prizes_taken_by_both_players_at_once_is_a_draw() -> None:
+    env, d = reference_midgame(2, 3)
+    b = Board(d)
+    _poisoned_actives(b, benches=True)
+    for p in (0, 1):
+        if not any(b.d["board.card"][p][1:]):
+            b.put(p, 1, [next(c for c in range(1, 25) if POOL.decks[(2, 3)[p]][c])])
+        b.take_prizes(p, 1)
+    game = play_injected(env, b.d, (2, 3), action_id(ActionKind.END_TURN), seed=3)
+    assert (game.winner, game.win_reason) == (-1, WinReason.DRAW)
+
+
+def test_injected_bench_damage_knocks_out_several_and_the_prizes_run_out() -> None:
+    env, d = reference_midgame(0, 1)
+    b = Board(d)
+    p = int(d["turn_player"])
+    decks = (0, 1)
+    attacker = next(c for c in range(37, 45) if POOL.decks[decks[p]][c] and any(
+        POOL.attacks[k].effect == Effect.BENCH_DAMAGE for k in POOL.cards[c].attacks))
+    stage1 = POOL.cards[attacker].evolves_from
+    slot = next(i for i, k in enumerate(POOL.cards[attacker].attacks) if POOL.attacks[k].effect == Effect.BENCH_DAMAGE)
+    cost = POOL.attacks[POOL.cards[attacker].attacks[slot]].cost
+    energy = [cost[t] for t in range(4)]
+    energy[POOL.cards[attacker].etype] += cost[4]
+    b.put(p, 0, [POOL.cards[stage1].evolves_from, stage1, attacker], tuple(energy), played=1)
+    amount = POOL.attacks[POOL.cards[attacker].attacks[slot]].amount
+    q = 1 - p
+    basics = [c for c in range(1, 25) for _ in range(POOL.decks[decks[q]][c])]
+    for s in (2, 4):
+        c = basics[s]
+        b.put(q, s, [c], damage=POOL.cards[c].hp - amount)
+    b.take_prizes(p, 1)
+    b.d["board.cond"][p][0] = 0
+    game = play_injected(env, b.d, decks, action_id(ActionKind.ATTACK, slot=slot), seed=4)
+    assert (game.winner, game.win_reason) == (p, WinReason.PRIZES)
+
+
+def test_injected_stadium_in_play_and_retreat_discount() -> None:
+    decks = (0, 3)  # both presets hold Volcano Forge
+    env, d = reference_midgame(*decks)
+    b = Board(d)
+    p = int(d["turn_player"])
+    forge = ID["Volcano Forge"]
+    for owner in (0, 1):  # free both copies (from play, a hand, prizes or deck) and give them out
+        if int(b.d["stadium"]) == forge and int(b.d["stadium_owner"]) == owner:
+            b.d["stadium"], b.d["stadium_owner"] = np.array(0), np.array(-1)
+            b.d["discard"][owner][forge] += 1
+    b.to_hand(p, forge)
+    b.take(1 - p, forge)
+    b.d["stadium"], b.d["stadium_owner"], b.d["stadiums_this_turn"] = np.array(forge), np.array(1 - p), np.array(0)
+    s = env.state_from_dict(b.d)
+    game = game_from_engine_state(env.state_to_dict(s), decks, MAX_TURNS, POOL)
+    assert not legal_mask(game)[action_id(ActionKind.PLAY_TRAINER, card=forge)]  # 7.10: not the one in play
+    assert compare(env, s, game) is None
+    play_injected(env, b.d, decks, action_id(ActionKind.END_TURN), seed=5)
+
+
+def test_injected_deck_out_and_truncation() -> None:
+    env, d = reference_midgame(3, 1)
+    b = Board(d)
+    nxt = 1 - int(d["turn_player"])
+    while int(b.d["deck.count"][nxt]):
+        b.to_hand(nxt, int(b.d["deck"][nxt][int(b.d["deck.count"][nxt]) - 1]))
+    game = play_injected(env, b.d, (3, 1), action_id(ActionKind.END_TURN), seed=6)
+    assert (game.winner, game.win_reason) == (1 - nxt, WinReason.DECK_OUT)
+    b = Board(d)
+    b.d["turn"] = np.array(MAX_TURNS)
+    game = play_injected(env, b.d, (3, 1), action_id(ActionKind.END_TURN), seed=7)
+    assert game.truncated or game.terminated

@@ -13,7 +13,7 @@ from .chance import Chance, ChanceMismatch, RandomChance, ScriptedChance
 from .layout import ACTIONS, NUM_ACTIONS, Action, ActionKind
 from .rules import IllegalAction, is_legal, legal_mask, new_game, step
 from .state import Cond, Creature, Game, Phase, Player, WinReason
-from .views import engine_state, observe
+from .views import engine_state, game_from_engine_state, observe
 
 __all__ = [
     "ACTIONS",
@@ -33,6 +33,7 @@ __all__ = [
     "ScriptedChance",
     "WinReason",
     "engine_state",
+    "game_from_engine_state",
     "is_legal",
     "legal_mask",
     "load_pool",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
-from .cards import DECK_SIZE, NTYPES, POSITIONS, PRIZES
-from .state import Creature, Game, Phase
+from .cards import DECK_SIZE, NTYPES, POSITIONS, PRIZES, CardPool
+from .state import Cond, Creature, Game, Phase, Player, WinReason
 
 BOARD_FEATURES = 12
 
@@ -111,3 +114,61 @@ def engine_state(game: Game) -> dict[str, np.ndarray]:
         "win_reason": np.array(int(game.win_reason)),
     }
 
+
+
+def game_from_engine_state(
+    d: Mapping[str, Any], deck_lists: tuple[int, int], max_turns: int, pool: CardPool
+) -> Game:
+    """The inverse of `engine_state`: a game from section 15's fields (plus `current_player` and `rewards`)."""
+
+    def ints(name: str) -> list[Any]:
+        return np.asarray(d[name]).tolist()  # type: ignore[no-any-return]
+
+    players = []
+    for p in (0, 1):
+        deck_count, prize_count = ints("deck.count")[p], ints("prizes.count")[p]
+        board = [
+            Creature(
+                card=ints("board.card")[p][s],
+                stack=list(ints("board.stack")[p][s]),
+                damage=ints("board.damage")[p][s],
+                energy=list(ints("board.energy")[p][s]),
+                poisoned=bool(ints("board.poisoned")[p][s]),
+                burned=bool(ints("board.burned")[p][s]),
+                cond=Cond(ints("board.cond")[p][s]),
+                played=ints("board.played")[p][s],
+            )
+            for s in range(POSITIONS)
+        ]
+        players.append(
+            Player(
+                deck=ints("deck")[p][:deck_count],
+                prizes=ints("prizes")[p][:prize_count],
+                hand=list(ints("hand")[p]),
+                hand_size=ints("hand_size")[p],
+                discard=list(ints("discard")[p]),
+                board=board,
+                turns_taken=ints("turns_taken")[p],
+                mulligans=ints("mulligans")[p],
+            )
+        )
+    return Game(
+        pool=pool,
+        players=(players[0], players[1]),
+        deck_lists=deck_lists,
+        max_turns=max_turns,
+        stadium=int(d["stadium"]),
+        stadium_owner=int(d["stadium_owner"]),
+        phase=Phase(int(d["phase"])),
+        turn=int(d["turn"]),
+        first_player=int(d["first_player"]),
+        turn_player=int(d["turn_player"]),
+        current_player=int(d["current_player"]),
+        energy_this_turn=int(d["energy_this_turn"]),
+        supporters_this_turn=int(d["supporters_this_turn"]),
+        stadiums_this_turn=int(d["stadiums_this_turn"]),
+        retreats_this_turn=int(d["retreats_this_turn"]),
+        winner=int(d["winner"]),
+        win_reason=WinReason(int(d["win_reason"])),
+        rewards=[float(r) for r in np.asarray(d.get("rewards", [0.0, 0.0])).tolist()],
+    )
