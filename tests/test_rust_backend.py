@@ -177,6 +177,56 @@ def test_transcendentals_stay_within_the_documented_tolerance(rust_cache: Path) 
     assert worst <= 64, f"{worst} ULPs"
 
 
+BOX = """
+name: pend
+doc: A continuous action, with a draw in its effect.
+version: "1.0"
+players: 1
+state:
+  th: f32
+  w: f32
+continuous_action:
+  box: {shape: [2], low: -2.0, high: 2.0}
+  effect: |
+    let u = clip(action[0], -2.0, 2.0) + 0.1 * action[1]
+    w = w + (sin(th) * 9.8 + u) * 0.05 + uniform(-0.01, 0.01)
+    th = th + w * 0.05
+reset: |
+  th = uniform(-3.0, 3.0)
+  w = uniform(-1.0, 1.0)
+reward: "-(th * th + 0.1 * w * w)"
+terminated: "false"
+truncated: "step_count >= 50"
+observation:
+  fields:
+    o: {type: f32, shape: [3]}
+  body: |
+    o[0] = cos(th)
+    o[1] = sin(th)
+    o[2] = w
+"""
+
+
+def test_continuous_actions(tmp_path: Path, rust_cache: Path) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    path = tmp_path / "pend.yaml"
+    path.write_text(BOX)
+    spec = rounded(envc.load(str(path)))  # chaotic: unrounded reference constants drift past the tolerance
+    env = RustEnv(spec, cache=rust_cache)
+    checks = verify(spec, env, episodes=20, states=40)
+    assert all(c.passed for c in checks), [c.failures for c in checks if not c.passed]
+    envs = env.vector_env(4, threads=2)
+    obs, info = envs.reset(seed=0)
+    obs, reward, term, trunc, info = envs.step(envs.action_space.sample())
+    assert obs.shape == (4, 3) and reward.shape == (4,) and info["legal_action_mask"].shape == (4, 0)
+    assert not (term | trunc).any()
+    with pytest.raises(ValueError, match="2 action values"):
+        env.step(env.init((0, 1)), np.zeros(3, np.float32), (0, 2))
+    check_env(env.gym_env(), skip_render_check=True)
+    assert env.rollout(8, 60, seed=3)["truncated"] >= 8
+
+
 def test_runtime_params_override_like_the_reference(rust_cache: Path) -> None:
     path = ROOT / "specs" / "cartpole.yaml"
     env = rust(path, rust_cache, {"gravity": 20.0, "max_steps": 7})
