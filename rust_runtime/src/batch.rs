@@ -337,8 +337,17 @@ impl<E: Env> Batch<E> {
     }
 }
 
+/// A uniformly random legal action: a few uniform draws over all ids (accepted when legal), then an exact
+/// draw among the legal ids; either way every legal id is equally likely.
 #[inline]
 fn random_legal(rng: &mut Wyrand, mask: &[bool]) -> usize {
+    let a = mask.len() as u32;
+    for _ in 0..4 {
+        let i = rng.below(a) as usize;
+        if mask[i] {
+            return i;
+        }
+    }
     let n = mask.iter().filter(|&&m| m).count() as u32;
     if n == 0 {
         return 0;
