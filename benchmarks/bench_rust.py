@@ -1,0 +1,220 @@
+"""envc's Rust backend against its peers, measured in the same run with the peers' own protocol.
+
+* cartpole vs gymnasium's `make_vec("CartPole-v1", num_envs=1024, vectorization_mode="vector_entry_point")`:
+  both driven from one Python loop over pre-generated random actions (the peer script's protocol,
+  ../shared/anchors/peers/bench_gymnasium.py), envc through its gymnasium `VectorEnv` (next-step auto-reset,
+  outputs written in place by Rust, copies returned); plus envc's all-Rust rollout for reference.
+* connect_four vs pgx on CPU at batch 4096: pgx's jitted `lax.scan` of `vmap(auto_reset(step))` with
+  `categorical(log(mask))` actions (bench_jax.py's pgx side, XLA default threading and one XLA thread, each in
+  its own process) against envc's all-Rust rollout (random legal actions, same-step auto-reset).
+* the mini TCG and, when present, the full TCG (specs/tcg.yaml): all-Rust rollouts.
+
+Every figure is the median of `--repeats` timed runs after a warm-up; `other` is how many cores other
+processes kept busy meanwhile (from /proc/stat), since this VM is shared.
+
+    python benchmarks/bench_rust.py                 # everything, prints a markdown table
+    python benchmarks/bench_rust.py --only cartpole --repeats 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SINGLE = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def busy_cores() -> float:
+    """Machine-wide busy CPU seconds so far."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(fn: Callable[[], Any], work: int, repeats: int) -> dict[str, Any]:
+    """Warm up once, then time `repeats` calls: median steps/s, the runs, and the other processes' load."""
+    fn()
+    sps, other = [], []
+    for _ in range(repeats):
+        b0, c0, t0 = busy_cores(), time.process_time(), time.perf_counter()
+        fn()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        sps.append(work / wall)
+        other.append(max(0.0, (busy_cores() - b0 - cpu) / wall))
+    return {"sps": statistics.median(sps), "runs": sps, "other_cores": statistics.mean(other)}
+
+
+def python_loop(envs: Any, actions: np.ndarray) -> Callable[[], float]:
+    def run() -> float:
+        acc = 0.0
+        for a in actions:
+            _, r, _, _, _ = envs.step(a)
+            acc += float(r[0])
+        return acc
+
+    return run
+
+
+def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
+    import gymnasium as gym
+
+    import envc
+
+    n, steps = args.cartpole_envs, args.cartpole_steps
+    actions = np.random.default_rng(0).integers(0, 2, size=(steps, n))
+    t0 = time.perf_counter()
+    env = envc.build(ROOT / "specs" / "cartpole.yaml", backend="rust")
+    build_s = time.perf_counter() - t0
+    peer = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point")
+    peer.reset(seed=0)
+    rows = []
+    gym_r = timed(python_loop(peer, actions), n * steps, args.repeats)
+    rows.append({"spec": "cartpole", "side": "gymnasium CartPoleVectorEnv", "batch": n, "threads": 1, **gym_r})
+    for threads in (1, 2):
+        envs = env.vector_env(n, seed=0, threads=threads)
+        envs.reset(seed=0)
+        r = timed(python_loop(envs, actions), n * steps, args.repeats)
+        rows.append(
+            {
+                "spec": "cartpole",
+                "side": "envc rust VectorEnv",
+                "batch": n,
+                "threads": threads,
+                "ratio": r["sps"] / gym_r["sps"],
+                "build_s": build_s,
+                **r,
+            }
+        )
+    for threads in (1, 2):
+        b = env.module._core.Batch(n, threads, {})
+        r = timed(lambda b=b: b.rollout(steps, 1), n * steps, args.repeats)
+        rows.append(
+            {
+                "spec": "cartpole",
+                "side": "envc rust rollout (all in Rust)",
+                "batch": n,
+                "threads": threads,
+                "ratio": r["sps"] / gym_r["sps"],
+                **r,
+            }
+        )
+    return rows
+
+
+def pgx_process(game: str, batch: int, steps: int, repeats: int, xla: str) -> dict[str, Any]:
+    """pgx's rollout in a fresh process (XLA's threading is fixed when jax is imported)."""
+    code = (
+        "import json, sys; sys.path.insert(0, %r); from bench_jax import pgx_side; "
+        "print(json.dumps(pgx_side(%r, %d, %d, %d)))" % (str(ROOT / "benchmarks"), game, batch, steps, repeats)
+    )
+    env = dict(os.environ)
+    if xla == "single":
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {SINGLE}".strip()
+    b0, t0 = busy_cores(), time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["busy_cores_whole_run"] = (busy_cores() - b0) / (time.perf_counter() - t0)
+    return result
+
+
+def rollout_rows(
+    name: str, path: Path, batch: int, steps: int, args: argparse.Namespace, peer: float | None, peer_name: str
+) -> list[dict[str, Any]]:
+    import envc
+
+    t0 = time.perf_counter()
+    env = envc.build(path, backend="rust")
+    build_s = time.perf_counter() - t0
+    rows = []
+    for threads in (1, 2):
+        b = env.module._core.Batch(batch, threads, {})
+        r = timed(lambda b=b: b.rollout(steps, 1), batch * steps, args.repeats)
+        row = {
+            "spec": name,
+            "side": "envc rust rollout (all in Rust)",
+            "batch": batch,
+            "threads": threads,
+            "build_s": build_s,
+            **r,
+        }
+        if peer:
+            row["ratio"] = r["sps"] / peer
+            row["peer"] = peer_name
+        rows.append(row)
+    return rows
+
+
+def connect_four(args: argparse.Namespace) -> list[dict[str, Any]]:
+    n, steps = args.c4_batch, args.c4_steps
+    rows = []
+    peers = {}
+    for xla in ("default", "single"):
+        p = pgx_process("connect_four", n, steps, args.repeats, xla)
+        peers[xla] = p["sps"]
+        rows.append(
+            {
+                "spec": "connect_four",
+                "side": f"pgx connect_four (XLA {xla})",
+                "batch": n,
+                "threads": "xla",
+                "sps": p["sps"],
+                "runs": [p["sps_min"], p["sps_max"]],
+                "compile_s": p["compile_s"],
+                "other_cores": None,
+            }
+        )
+    best = max(peers.values())
+    rows += rollout_rows("connect_four", ROOT / "specs" / "connect_four.yaml", n, steps, args, best, "best pgx")
+    return rows
+
+
+def tcg(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = rollout_rows("tcg_mechanics", ROOT / "tests/specs/tcg_mechanics.yaml", 1024, 300, args, None, "")
+    if (ROOT / "specs" / "tcg.yaml").exists():
+        rows += rollout_rows("tcg", ROOT / "specs" / "tcg.yaml", 1024, 300, args, None, "")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="cartpole,connect_four,tcg")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cartpole-envs", type=int, default=1024)
+    ap.add_argument("--cartpole-steps", type=int, default=2000)
+    ap.add_argument("--c4-batch", type=int, default=4096)
+    ap.add_argument("--c4-steps", type=int, default=1000)
+    ap.add_argument("--json", help="write every row to this file")
+    args = ap.parse_args()
+    rows: list[dict[str, Any]] = []
+    for part in args.only.split(","):
+        rows += {"cartpole": cartpole, "connect_four": connect_four, "tcg": tcg}[part](args)
+    with open("/proc/cpuinfo") as f:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), platform.processor())
+    print(f"machine: {os.cpu_count()} x {cpu}, {platform.python_version()}, {time.strftime('%Y-%m-%d')}")
+    print("| spec | side | batch | threads | steps/s (median) | min..max | ratio | other cores |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ratio = f"**{r['ratio']:.2f}x**" if "ratio" in r else ""
+        other = f"{r['other_cores']:.2f}" if r.get("other_cores") is not None else ""
+        print(
+            f"| {r['spec']} | {r['side']} | {r['batch']} | {r['threads']} | {r['sps']:,.0f} | "
+            f"{min(r['runs']):,.0f}..{max(r['runs']):,.0f} | {ratio} | {other} |"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2, default=float))
+
+
+if __name__ == "__main__":
+    main()
