@@ -31,7 +31,7 @@ from tcg_oracle import (
     observe,
     step,
 )
-from tcg_oracle.cards import FIRST_ENERGY, MAX_TURNS, NCARDS, Effect, Kind, load_pool
+from tcg_oracle.cards import FIRST_ENERGY, MAX_COINS, MAX_COPIES, MAX_DRAW, MAX_TURNS, NCARDS, Effect, Kind, load_pool
 from tcg_oracle.layout import ActionKind
 from tcg_oracle.state import Player
 
@@ -316,8 +316,14 @@ def test_data_files_follow_the_data_rules_of_3_5() -> None:
             assert POOL.cards[c.evolves_from].kind == Kind.STAGE1
         if c.is_creature:
             assert c.hp > 0 and c.attacks[0] != 0
+        if c.effect in (Effect.DRAW, Effect.DRAW_TO):
+            assert c.amount <= MAX_DRAW
+    for k in POOL.attacks:
+        assert (1 <= k.n <= MAX_COINS) if k.effect == Effect.COIN_BONUS else k.n == 0, k
+        if k.effect in (Effect.DRAW, Effect.DRAW_TO):
+            assert k.amount <= MAX_DRAW
     for d, deck in enumerate(POOL.decks):
-        assert sum(deck) == 60, d
+        assert sum(deck) == 60 and max(deck) <= MAX_COPIES, d
 
 
 def test_setup_builds_shuffles_mulligans_and_deals_prizes_in_the_documented_order() -> None:

@@ -11,6 +11,7 @@ from .cards import DECK_SIZE, NTYPES, POSITIONS, PRIZES, CardPool
 from .state import Cond, Creature, Game, Phase, Player, WinReason
 
 BOARD_FEATURES = 12
+TRANSIENT_FIELDS = ("pending", "pending_amount", "pending_status", "pending_target", "turn_ending", "advancing")
 
 
 def board_features(game: Game, z: Creature) -> list[int]:
@@ -112,6 +113,8 @@ def engine_state(game: Game) -> dict[str, np.ndarray]:
         "retreats_this_turn": np.array(game.retreats_this_turn),
         "winner": np.array(game.winner),
         "win_reason": np.array(int(game.win_reason)),
+        # 15: the spec's transient hand-offs within a step, "always none/0/false between steps"
+        **{name: np.array(0) for name in TRANSIENT_FIELDS},
     }
 
 
