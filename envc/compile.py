@@ -30,11 +30,11 @@ def _jax_files(spec: ir.SpecIR, text: str, name: str) -> dict[str, str]:
 
 
 def _rust_files(spec: ir.SpecIR, text: str, name: str, **extra: object) -> dict[str, str]:
-    from envc.lower_rust import crate_lock, render, runtime_files
+    from envc.lower_rust import cargo_version, crate_lock, render, runtime_files
     from envc.lower_rust.tests import render_tests
 
     files = render(spec, text, name, runtime_path="runtime", **extra)  # type: ignore[arg-type]
-    files["Cargo.lock"] = crate_lock(name, "0.0.0")
+    files["Cargo.lock"] = crate_lock(name, cargo_version(spec.version))
     files.update({f"runtime/{rel}": body for rel, body in runtime_files().items()})
     files.update(render_tests(spec, name))
     return files

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir
-from envc.lower_rust import HERE, TEMPLATES, crate_lock, render, runtime_digest, runtime_files
+from envc.lower_rust import HERE, TEMPLATES, cargo_version, crate_lock, render, runtime_digest, runtime_files
 
 
 class RustBuildError(RuntimeError):
@@ -151,7 +151,7 @@ def _build(
     crate = base / "crates" / name
     shutil.rmtree(crate, ignore_errors=True)
     _write_tree(crate, {k: v for k, v in files.items() if not k.startswith("python/")})
-    (crate / "Cargo.lock").write_text(crate_lock(name, "0.0.0"))
+    (crate / "Cargo.lock").write_text(crate_lock(name, cargo_version(spec.version)))
     t0 = time.perf_counter()
     cargo_build(crate / "Cargo.toml", progress, cache)
     built = target_dir(cache) / "release" / f"lib{name}.so"
