@@ -44,8 +44,9 @@ SPEC = ROOT / "specs" / "tcg.yaml"
 
 GAMES = 500
 CHUNKS = 20
-# the reference runs with the spec's default params but the decks; the oracle gets the doc's (2.)
-# each chunk plays one pair of preset decks (2. `deck_p0`, `deck_p1`), so all four decks are exercised
+# Each chunk plays one pair of preset decks (2. `deck_p0`, `deck_p1`), so all four decks are exercised. The
+# reference keeps its spec's default `max_turns`; the oracle gets the doc's (2.), so a drift shows up as a
+# disagreement.
 DECK_PAIRS = [(0, 1), (1, 0), (2, 3), (3, 2), (0, 2), (1, 3), (2, 0), (3, 1), (0, 3), (1, 2)]
 
 # The doc section that decides each compared field (a hint in failure messages; the log gives the verdict).
@@ -60,6 +61,7 @@ RULE_OF_FIELD = {
     "obs.discards": "14.1",
     "obs.info": "14.4",
     "chance": "13",
+    "action": "7.1-7.11 (the oracle refused an action the reference took)",
 }
 
 OBS_FIELDS = ("my_hand", "boards", "discards", "info")  # 14.1
@@ -107,7 +109,7 @@ class Disagreement:
     detail: str
 
     def __str__(self) -> str:
-        rule = RULE_OF_FIELD.get(self.field.split("[")[0], "15 (engine state)")
+        rule = RULE_OF_FIELD.get(self.field.split("[")[0].split("(")[0], "15 (engine state)")
         return (
             f"seed {self.seed} decks {self.decks} step {self.step} after action {self.action}: "
             f"{self.field}: {self.detail} (rule {rule})"
@@ -164,7 +166,32 @@ def compare(env: Any, s: Any, game: Game) -> tuple[str, str] | None:
     return None
 
 
-def play_and_compare(seed: int, deck_p0: int, deck_p1: int) -> tuple[Disagreement | None, int]:
+# Two random legal policies: uniform, and one that prefers attacking and building up (attack x20, attach and
+# evolve x4, play_basic x2, end_turn x0.5, retreat x0.3), so knock-outs, prizes and promotions are common
+# (uniform play mostly ends by deck-out or truncation).
+KIND_WEIGHT = {
+    ActionKind.ATTACK: 20.0,
+    ActionKind.ATTACH: 4.0,
+    ActionKind.EVOLVE: 4.0,
+    ActionKind.PLAY_BASIC: 2.0,
+    ActionKind.END_TURN: 0.5,
+    ActionKind.RETREAT: 0.3,
+}
+POLICY_WEIGHTS = {
+    "uniform": np.ones(NUM_ACTIONS),
+    "attacker": np.array([KIND_WEIGHT.get(a.kind, 1.0) for a in ACTIONS]),
+}
+
+
+def choose(actions: np.random.Generator, mask: np.ndarray, policy: str) -> int:
+    """A random legal action, weighted by the policy."""
+    w = POLICY_WEIGHTS[policy] * mask
+    return int(actions.choice(NUM_ACTIONS, p=w / w.sum()))
+
+
+def play_and_compare(
+    seed: int, deck_p0: int, deck_p1: int, policy: str = "uniform"
+) -> tuple[Disagreement | None, int]:
     """One random game on both implementations; the first disagreement (or None) and the steps played."""
     env = reference_env(deck_p0, deck_p1)
     decks = (deck_p0, deck_p1)
@@ -197,7 +224,7 @@ def play_and_compare(seed: int, deck_p0: int, deck_p1: int) -> tuple[Disagreemen
         return Disagreement(seed, decks, 0, "init", *found), 0
     n = 0
     while not (bool(s.terminated) or bool(s.truncated)):
-        a = int(actions.choice(np.flatnonzero(np.asarray(s.legal_action_mask))))
+        a = choose(actions, np.asarray(s.legal_action_mask), policy)
         key, sub = rng.split(key)
         env.chance_log = []
         s = env.step(s, a, sub)
@@ -213,12 +240,14 @@ def play_and_compare(seed: int, deck_p0: int, deck_p1: int) -> tuple[Disagreemen
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_oracle_and_reference_agree_on_random_games(chunk: int) -> None:
-    """>= 500 games in all (GAMES over CHUNKS chunks): the same random legal actions, shuffles and flips."""
-    deck_p0, deck_p1 = DECK_PAIRS[chunk % len(DECK_PAIRS)]
+    """>= 500 games in all (GAMES over CHUNKS chunks): the same random legal actions, shuffles and flips; chunks
+    alternate between the two policies and go through the preset deck pairs."""
+    deck_p0, deck_p1 = DECK_PAIRS[(chunk // 2) % len(DECK_PAIRS)]
+    policy = ("uniform", "attacker")[chunk % 2]
     per_chunk = GAMES // CHUNKS
     disagreements = []
     for seed in range(chunk * per_chunk, (chunk + 1) * per_chunk):
-        found, _ = play_and_compare(seed, deck_p0, deck_p1)
+        found, _ = play_and_compare(seed, deck_p0, deck_p1, policy)
         if found:
             disagreements.append(found)
     assert not disagreements, f"{len(disagreements)} of {per_chunk} games disagree:\n" + "\n".join(
@@ -823,3 +852,20 @@ def test_bench_runs_and_reports_the_median() -> None:
     rates = result["steps_per_s_runs"]
     assert isinstance(rates, list) and len(rates) == 3 and all(r > 0 for r in rates)
     assert result["steps_per_s_median"] == sorted(rates)[1]
+
+
+def test_injected_checkup_flips_both_players_in_order() -> None:
+    """10.3/13: both Actives Burned and Asleep: four flips (turn player's burn, sleep, then the opponent's); over
+    eight step keys some flips differ between the players, so the order is pinned."""
+    env, d = reference_midgame(0, 1)
+    b = Board(d)
+    for p in (0, 1):
+        b.d["board.burned"][p][0] = 1
+        b.d["board.cond"][p][0] = int(Cond.ASLEEP)
+        b.d["board.damage"][p][0] = 0
+    flips = set()
+    for seed in range(8):
+        env.chance_log = []
+        play_injected(env, b.d, (0, 1), action_id(ActionKind.END_TURN), seed=seed, extra_steps=0)
+        flips.add(tuple(bool(e.value) for e in env.chance_log if e.kind == "bernoulli"))
+    assert any(len(f) == 4 and f[:2] != f[2:] for f in flips), flips
