@@ -11,6 +11,8 @@ import hashlib
 import json
 import math
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -513,6 +515,18 @@ def crate_lock(package: str, version: str) -> str:
     return head + "".join(b if b.endswith("\n\n") else b.rstrip("\n") + "\n\n" for b in blocks).rstrip("\n") + "\n"
 
 
+def rustfmt(source: str) -> str:
+    """`source` laid out by rustfmt when it is installed (the code is the same either way)."""
+    exe = shutil.which("rustfmt")
+    if exe is None:
+        return source
+    try:
+        r = subprocess.run([exe, "--edition", "2021"], input=source, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return source
+    return r.stdout if r.returncode == 0 and r.stdout.strip() else source
+
+
 def cargo_version(version: str) -> str:
     """A semver `x.y.z` for Cargo from a spec version like `1.0` or `2.1.3rc1`."""
     nums = re.findall(r"\d+", version.split("a")[0].split("b")[0].split("rc")[0])[:3]
@@ -550,8 +564,8 @@ def render(
     env = _env(TEMPLATES)
     files = {
         "Cargo.toml": env.get_template("Cargo.toml.j2").render(ctx),
-        "src/env.rs": env.get_template("env.rs.j2").render(ctx),
-        "src/lib.rs": env.get_template("lib.rs.j2").render(ctx),
+        "src/env.rs": rustfmt(env.get_template("env.rs.j2").render(ctx)),
+        "src/lib.rs": rustfmt(env.get_template("lib.rs.j2").render(ctx)),
         f"python/{package}/__init__.py": env.get_template("__init__.py.j2").render(ctx),
         f"python/{package}/gym.py": env.get_template("gym.py.j2").render(ctx),
         "pyproject.toml": env.get_template("pyproject.toml.j2").render(ctx),
