@@ -619,6 +619,19 @@ class Board:
     def __init__(self, d: dict[str, np.ndarray]):
         self.d = {k: np.array(v) for k, v in d.items()}
 
+    def free_count(self, p: int, card: int) -> int:
+        """Copies of `card` player `p` has outside play (deck, prizes, discard pile, hand)."""
+        d = self.d
+        piles = sum(d[z][p][: int(d[f"{z}.count"][p])].tolist().count(card) for z in ("deck", "prizes"))
+        return int(piles + d["discard"][p][card] + d["hand"][p][card])
+
+    def free(self, p: int, card: int) -> bool:
+        return self.free_count(p, card) > 0
+
+    def free_basic(self, p: int, decks: tuple[int, int]) -> int:
+        """A Basic of player `p`'s deck list with a copy outside play."""
+        return next(c for c in range(1, 25) if POOL.decks[decks[p]][c] and self.free(p, c))
+
     def take(self, p: int, card: int) -> None:
         """Remove one `card` of player `p` from the deck, the discard pile, the hand or the prizes."""
         d = self.d
@@ -754,7 +767,7 @@ def test_injected_double_knock_out_with_benches_the_turn_player_promotes_first()
     b = Board(d)
     for p in (0, 1):
         if not any(b.d["board.card"][p][1:]):
-            b.put(p, 1, [next(c for c in range(1, 25) if POOL.decks[(1, 0)[p]][c])])
+            b.put(p, 1, [b.free_basic(p, (1, 0))])
     _poisoned_actives(b, benches=True)
     tp = int(d["turn_player"])
     game = play_injected(env, b.d, (1, 0), action_id(ActionKind.END_TURN), seed=2)
@@ -767,7 +780,7 @@ def test_injected_last_prizes_taken_by_both_players_at_once_is_a_draw() -> None:
     _poisoned_actives(b, benches=True)
     for p in (0, 1):
         if not any(b.d["board.card"][p][1:]):
-            b.put(p, 1, [next(c for c in range(1, 25) if POOL.decks[(2, 3)[p]][c])])
+            b.put(p, 1, [b.free_basic(p, (2, 3))])
         b.take_prizes(p, 1)
     game = play_injected(env, b.d, (2, 3), action_id(ActionKind.END_TURN), seed=3)
     assert (game.winner, game.win_reason) == (-1, WinReason.DRAW)
@@ -778,19 +791,23 @@ def test_injected_bench_damage_knocks_out_several_and_the_prizes_run_out() -> No
     b = Board(d)
     p = int(d["turn_player"])
     decks = (0, 1)
-    attacker = next(c for c in range(37, 45) if POOL.decks[decks[p]][c] and any(
-        POOL.attacks[k].effect == Effect.BENCH_DAMAGE for k in POOL.cards[c].attacks))
-    stage1 = POOL.cards[attacker].evolves_from
+    b.clear(p, 0)  # frees the Active's cards
+    attacker = next(
+        c
+        for c in range(37, 45)
+        if any(POOL.attacks[k].effect == Effect.BENCH_DAMAGE for k in POOL.cards[c].attacks)
+        and all(b.free(p, x) for x in evolution_line(c))
+    )
     slot = next(i for i, k in enumerate(POOL.cards[attacker].attacks) if POOL.attacks[k].effect == Effect.BENCH_DAMAGE)
     cost = POOL.attacks[POOL.cards[attacker].attacks[slot]].cost
     energy = [cost[t] for t in range(4)]
     energy[POOL.cards[attacker].etype] += cost[4]
-    b.put(p, 0, [POOL.cards[stage1].evolves_from, stage1, attacker], tuple(energy), played=1)
+    b.put(p, 0, evolution_line(attacker), tuple(energy), played=1)
     amount = POOL.attacks[POOL.cards[attacker].attacks[slot]].amount
     q = 1 - p
-    basics = [c for c in range(1, 25) for _ in range(POOL.decks[decks[q]][c])]
     for s in (2, 4):
-        c = basics[s]
+        b.clear(q, s)
+        c = b.free_basic(q, decks)
         b.put(q, s, [c], damage=POOL.cards[c].hp - amount)
     b.take_prizes(p, 1)
     b.d["board.cond"][p][0] = 0
@@ -798,7 +815,7 @@ def test_injected_bench_damage_knocks_out_several_and_the_prizes_run_out() -> No
     assert (game.winner, game.win_reason) == (p, WinReason.PRIZES)
 
 
-def test_injected_stadium_in_play_and_retreat_discount() -> None:
+def test_injected_stadium_already_in_play_cannot_be_played() -> None:
     decks = (0, 3)  # both presets hold Volcano Forge
     env, d = reference_midgame(*decks)
     b = Board(d)
@@ -818,6 +835,43 @@ def test_injected_stadium_in_play_and_retreat_discount() -> None:
     play_injected(env, b.d, decks, action_id(ActionKind.END_TURN), seed=5)
 
 
+def evolution_line(c: int) -> list[int]:
+    """The stack of a creature whose top card is `c`: [Basic, Stage 1, Stage 2] up to `c`."""
+    line = [c]
+    while POOL.cards[line[0]].evolves_from:
+        line.insert(0, POOL.cards[line[0]].evolves_from)
+    return line
+
+
+def test_injected_retreat_with_the_windy_plateau_discount() -> None:
+    """7.7: cost = max(0, retreat - stadium amount); the Active holds exactly the discounted cost in energy."""
+    decks = (2, 1)  # preset 2 holds Windy Plateau
+    env, d = reference_midgame(*decks)
+    b = Board(d)
+    plateau = ID["Windy Plateau"]
+    owner = 0
+    if int(b.d["stadium"]):
+        b.d["discard"][int(b.d["stadium_owner"])][int(b.d["stadium"])] += 1
+    b.take(owner, plateau)
+    b.d["stadium"], b.d["stadium_owner"] = np.array(plateau), np.array(owner)
+    p = int(d["turn_player"])
+    discount = POOL.cards[plateau].amount
+    b.clear(p, 0)
+    heavy = next(
+        c for c in range(1, 45) if POOL.cards[c].retreat > discount and all(b.free(p, x) for x in evolution_line(c))
+    )
+    cost = POOL.cards[heavy].retreat - discount
+    etype = next(t for t in range(4) if b.free_count(p, FIRST_ENERGY + t) >= cost)
+    energy = tuple(cost if t == etype else 0 for t in range(4))
+    b.put(p, 0, evolution_line(heavy), energy, played=1)
+    if not any(b.d["board.card"][p][1:]):
+        b.put(p, 1, [b.free_basic(p, decks)])
+    b.d["retreats_this_turn"] = np.array(0)
+    target = next(s for s in range(1, 6) if b.d["board.card"][p][s])
+    game = play_injected(env, b.d, decks, action_id(ActionKind.RETREAT, target=target), seed=8)
+    assert game.players[p].board[target].card == heavy and sum(game.players[p].board[target].energy) == 0
+
+
 def test_injected_deck_out_and_truncation() -> None:
     env, d = reference_midgame(3, 1)
     b = Board(d)
@@ -832,16 +886,24 @@ def test_injected_deck_out_and_truncation() -> None:
     assert game.truncated or game.terminated
 
 
-@pytest.mark.parametrize(("decks", "seed", "p"), [((0, 1), 2973, 0), ((3, 2), 10664, 1), ((1, 0), 15335, 0)])
-def test_mulligan_fallback_games_agree(decks: tuple[int, int], seed: int, p: int) -> None:
-    """5.2 step 5 (three mulligans, still no Basic: the topmost Basic joins the hand) is rare in random seeds;
-    these seeds reach it on the reference (found by scanning seeds 0..16000), and the whole game must agree."""
-    env = reference_env(*decks)
+# Seeds whose init reaches the mulligan fallback on the current spec (decks 0 and 1); when the spec's use of its
+# random keys changes they stop working, and the test scans for a new one (about 1 seed in 4000, 3 ms each).
+FALLBACK_SEEDS = [4251, 7058]
+
+
+def reaches_fallback(env: Any, seed: int) -> bool:
     d = env.state_to_dict(env.init(rng.split(rng.key_from_seed(seed))[1]))
-    assert (int(d["mulligans"][p]), int(d["hand_size"][p])) == (3, 8), (
-        f"seed {seed} no longer reaches the mulligan fallback for player {p}; scan for another"
-    )
-    found, _ = play_and_compare(seed, *decks)
+    return any((int(d["mulligans"][p]), int(d["hand_size"][p])) == (3, 8) for p in (0, 1))
+
+
+def test_mulligan_fallback_game_agrees() -> None:
+    """5.2 step 5 (three mulligans, still no Basic: the topmost Basic joins the hand, 8 cards) is rare in random
+    seeds; a game that reaches it on the reference must agree from init to its end."""
+    env = reference_env(0, 1)
+    candidates = [*FALLBACK_SEEDS, *(s for s in range(100_000, 130_000) if s not in FALLBACK_SEEDS)]
+    seed = next((s for s in candidates if reaches_fallback(env, s)), None)
+    assert seed is not None, "no seed reaches the mulligan fallback: is 5.2 step 5 still reachable?"
+    found, _ = play_and_compare(seed, 0, 1)
     assert found is None, str(found)
 
 
