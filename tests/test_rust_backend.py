@@ -227,6 +227,89 @@ def test_continuous_actions(tmp_path: Path, rust_cache: Path) -> None:
     assert env.rollout(8, 60, seed=3)["truncated"] >= 8
 
 
+KITCHEN = """
+name: kitchen
+doc: Every zone statement, reduction and builtin the shipped specs leave out.
+version: "1.0"
+players: 2
+types:
+  Suit: {enum: [clubs, diamonds, hearts, spades]}
+constants:
+  W: {type: i16, shape: [5], value: [3, -1, 4, 1, -5]}
+state:
+  z: {zone: i16, capacity: 6, per_player: true}
+  pile: {zone: Suit, capacity: 4}
+  v: {type: f32, shape: [4], init: [0.5, -1.25, 2.0, 0.0]}
+  u: {type: u32, init: 4000000000}
+  s: {type: i16}
+  suit: {type: Suit, init: hearts}
+  picks: {type: i32, shape: [3]}
+actions:
+  act:
+    params: {k: 5}
+    legal: "k < 4 or z[current_player].count > 0"
+    effect: |
+      let me = current_player
+      if z[me].count < capacity(z[me]):
+        insert(z[me], min(k, z[me].count), i16(k) * W[k])
+      else:
+        let dropped = remove_at(z[me], k)
+        s = s - dropped
+      if k == 3:
+        clear(z[1 - me])
+      if contains(z[me], 4):
+        s = s + i16(index_of(z[me], 4)) + top(z[me])
+      push(pile, Suit(k % 4))
+      if pile.count == 4:
+        let got = remove_at(pile, 1)
+        suit = got
+        clear(pile)
+      match suit:
+        case clubs | spades:
+          v[0] = v[0] + floor(v[1] * 1.5) - ceil(v[2] / 3.0)
+        case hearts:
+          v[1] = clip(v[1] * -1.1, -3.0, 3.0) + sqrt(abs(v[0])) - tanh(v[3])
+        case _:
+          v[2] = exp(-abs(v[2])) + log(1.0 + abs(v[1])) + atan2(v[0], 1.5) + tan(0.25)
+      v[3] = f32(max(sum(z[me]), i32(min(W))) + argmax(W) - argmin(W))
+      if any(z[me, i] > 0 for i in range(6)):
+        picks[0] = choice(z[me, i] > 0 for i in range(6))
+      picks[1] = choice(W[i] != 9 for i in range(5))
+      picks[2] = i32(count(z[me, i] != 0 for i in range(6))) + argmin(W[i] for i in range(1, 5) if W[i] > -2)
+      u = u * 3 + u32(k) - u // 7 + u % 5
+      s = s * i16(300) + i16(i32(v[0] * 100.0))
+      current_player = 1 - current_player
+reset: |
+  push(z[0], i16(randint(0, 9)))
+  push(z[1], 4)
+reward: "if p == current_player then v[0] * 0.5 else f32(s) / 1000.0"
+terminated: "abs(s) > 30000"
+truncated: "step_count >= 25"
+observation:
+  fields:
+    zs: {type: i16, shape: [6]}
+    fl: {type: f32, shape: [4]}
+    misc: {type: i32, shape: [5]}
+  body: |
+    for i in range(6):
+      zs[i] = z[p, i]
+    fl = v
+    misc[0] = i32(u % 1000)
+    misc[1] = i32(suit)
+    misc[2] = max(picks) + min(picks[1], picks[2])
+    misc[3] = count(fl[i] > 0.0 for i in range(4))
+    misc[4] = i32(any(zs[i] == 4 for i in range(6))) + i32(all(picks[i] >= 0 for i in range(3)))
+"""
+
+
+def test_zone_statements_reductions_and_builtins_the_shipped_specs_leave_out(tmp_path: Path, rust_cache: Path) -> None:
+    path = tmp_path / "kitchen.yaml"
+    path.write_text(KITCHEN)
+    spec = rounded(envc.load(str(path)))
+    checks = verify(spec, RustEnv(spec, cache=rust_cache), episodes=40, states=100, seed=3)
+    assert all(c.passed for c in checks), [c.failures for c in checks if not c.passed]
+
+
 def test_runtime_params_override_like_the_reference(rust_cache: Path) -> None:
     path = ROOT / "specs" / "cartpole.yaml"
     env = rust(path, rust_cache, {"gravity": 20.0, "max_steps": 7})
