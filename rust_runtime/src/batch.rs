@@ -41,8 +41,24 @@ impl<'a, R: ObsRows> Out<'a, R> {
         let (m1, m2) = self.mask.split_at_mut(n * E::NUM_ACTIONS);
         let (c1, c2) = self.current_player.split_at_mut(n);
         (
-            Out { obs: o1, reward: a1, rewards: r1, terminated: t1, truncated: u1, mask: m1, current_player: c1 },
-            Out { obs: o2, reward: a2, rewards: r2, terminated: t2, truncated: u2, mask: m2, current_player: c2 },
+            Out {
+                obs: o1,
+                reward: a1,
+                rewards: r1,
+                terminated: t1,
+                truncated: u1,
+                mask: m1,
+                current_player: c1,
+            },
+            Out {
+                obs: o2,
+                reward: a2,
+                rewards: r2,
+                terminated: t2,
+                truncated: u2,
+                mask: m2,
+                current_player: c2,
+            },
         )
     }
 }
@@ -60,7 +76,15 @@ pub struct Slot<E: Env> {
 
 impl<E: Env> Slot<E> {
     fn new(id: usize) -> Self {
-        Slot { st: E::fresh(), id, base: key_from_seed(id as i64), episode: 0, stream: [0, 0], t: 0, done: false }
+        Slot {
+            st: E::fresh(),
+            id,
+            base: key_from_seed(id as i64),
+            episode: 0,
+            stream: [0, 0],
+            t: 0,
+            done: false,
+        }
     }
 
     /// Start the next episode of this sub-environment.
@@ -160,7 +184,8 @@ impl<E: Env> Batch<E> {
         if num_envs == 0 {
             return Err("num_envs must be at least 1".into());
         }
-        let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let threads =
+            threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         if threads == 0 {
             return Err("threads must be at least 1".into());
         }
@@ -176,7 +201,12 @@ impl<E: Env> Batch<E> {
             None
         };
         let slots = (0..num_envs).map(Slot::new).collect();
-        Ok(Batch { prm, slots, pool, threads })
+        Ok(Batch {
+            prm,
+            slots,
+            pool,
+            threads,
+        })
     }
 
     pub fn num_envs(&self) -> usize {
@@ -201,7 +231,10 @@ impl<E: Env> Batch<E> {
     ) -> R {
         let prm = &self.prm;
         let leaf = |s: &mut [Slot<E>], o: O| leaf(prm, s, o);
-        let parts = self.threads.min(self.slots.len() / MIN_ENVS_PER_THREAD).max(1);
+        let parts = self
+            .threads
+            .min(self.slots.len() / MIN_ENVS_PER_THREAD)
+            .max(1);
         match &self.pool {
             Some(pool) if parts > 1 => {
                 let mut results: Vec<R> = (0..parts).map(|_| R::default()).collect();
@@ -297,18 +330,28 @@ impl<E: Env> Batch<E> {
                 let mut obs = vec![E::Obs::default(); n];
                 let mut rewards = vec![0.0f32; E::NUM_PLAYERS];
                 let mut action = vec![0.0f32; E::ACTION_SIZE];
-                let mut stats = RolloutStats { return_sum: vec![0.0; E::NUM_PLAYERS], ..Default::default() };
+                let mut ids = Vec::with_capacity(a);
+                let mut stats = RolloutStats {
+                    return_sum: vec![0.0; E::NUM_PLAYERS],
+                    ..Default::default()
+                };
                 let first = slots.first().map_or(0, |s| s.id) as u64;
                 let mut rng = Wyrand(seed ^ first.wrapping_mul(0x9e37_79b9_7f4a_7c15));
                 for (i, slot) in slots.iter_mut().enumerate() {
                     slot.restart(prm);
-                    finish::<E>(&slot.st, prm, false, &mut masks[i * a..(i + 1) * a], &mut obs[i]);
+                    finish::<E>(
+                        &slot.st,
+                        prm,
+                        false,
+                        &mut masks[i * a..(i + 1) * a],
+                        &mut obs[i],
+                    );
                 }
                 for _ in 0..steps {
                     for (i, slot) in slots.iter_mut().enumerate() {
                         let mask = &mut masks[i * a..(i + 1) * a];
                         let act = if a > 0 {
-                            Action::Discrete(random_legal(&mut rng, mask) as i64)
+                            Action::Discrete(random_legal(&mut rng, mask, &mut ids) as i64)
                         } else {
                             for x in action.iter_mut() {
                                 *x = low + (high - low) * rng.unit_f32();
@@ -338,9 +381,9 @@ impl<E: Env> Batch<E> {
 }
 
 /// A uniformly random legal action: a few uniform draws over all ids (accepted when legal), then an exact
-/// draw among the legal ids; either way every legal id is equally likely.
+/// draw among the legal ids (collected into `ids`); either way every legal id is equally likely.
 #[inline]
-fn random_legal(rng: &mut Wyrand, mask: &[bool]) -> usize {
+fn random_legal(rng: &mut Wyrand, mask: &[bool], ids: &mut Vec<u32>) -> usize {
     let a = mask.len() as u32;
     for _ in 0..4 {
         let i = rng.below(a) as usize;
@@ -348,20 +391,17 @@ fn random_legal(rng: &mut Wyrand, mask: &[bool]) -> usize {
             return i;
         }
     }
-    let n = mask.iter().filter(|&&m| m).count() as u32;
-    if n == 0 {
+    ids.clear();
+    ids.extend(
+        mask.iter()
+            .enumerate()
+            .filter(|(_, &m)| m)
+            .map(|(i, _)| i as u32),
+    );
+    if ids.is_empty() {
         return 0;
     }
-    let mut r = rng.below(n);
-    for (i, &m) in mask.iter().enumerate() {
-        if m {
-            if r == 0 {
-                return i;
-            }
-            r -= 1;
-        }
-    }
-    0
+    ids[rng.below(ids.len() as u32) as usize] as usize
 }
 
 #[inline]
@@ -382,10 +422,22 @@ fn write_row<E: Env, R: ObsRows<Obs = E::Obs>>(
             out.terminated[i] = false;
             out.truncated[i] = false;
         }
-        Some(q) => out.reward[i] = if q >= 0 && (q as usize) < p { rewards[q as usize] } else { 0.0 },
+        Some(q) => {
+            out.reward[i] = if q >= 0 && (q as usize) < p {
+                rewards[q as usize]
+            } else {
+                0.0
+            }
+        }
     }
     let a = E::NUM_ACTIONS;
-    finish::<E>(&slot.st, prm, slot.done, &mut out.mask[i * a..(i + 1) * a], obs);
+    finish::<E>(
+        &slot.st,
+        prm,
+        slot.done,
+        &mut out.mask[i * a..(i + 1) * a],
+        obs,
+    );
     out.obs.put(i, obs);
     out.current_player[i] = E::current_player(&slot.st);
 }

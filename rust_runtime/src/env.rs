@@ -143,7 +143,13 @@ pub trait Env: Send + Sync + 'static {
 
 /// One transition of a state that is not finished: returns `(terminated, truncated)` and fills `rewards`.
 #[inline]
-pub fn step<E: Env>(st: &mut E::State, prm: &E::Params, action: Action<'_>, key: Key, rewards: &mut [f32]) -> (bool, bool) {
+pub fn step<E: Env>(
+    st: &mut E::State,
+    prm: &E::Params,
+    action: Action<'_>,
+    key: Key,
+    rewards: &mut [f32],
+) -> (bool, bool) {
     let count = E::step_count(st);
     *count = count.wrapping_add(1);
     match action {
@@ -170,7 +176,13 @@ pub fn step<E: Env>(st: &mut E::State, prm: &E::Params, action: Action<'_>, key:
 
 /// The derived outputs of a state: the legal mask (all true once finished) and the current player's observation.
 #[inline]
-pub fn finish<E: Env>(st: &E::State, prm: &E::Params, done: bool, mask: &mut [bool], obs: &mut E::Obs) {
+pub fn finish<E: Env>(
+    st: &E::State,
+    prm: &E::Params,
+    done: bool,
+    mask: &mut [bool],
+    obs: &mut E::Obs,
+) {
     if done {
         mask.fill(true);
     } else {
@@ -206,9 +218,28 @@ impl<E: Env> Clone for Full<E> {
 
 impl<E: Env> Full<E> {
     /// A state with the given outputs; the legal mask and the observation are computed.
-    pub fn new(st: E::State, prm: &E::Params, rewards: Vec<f32>, terminated: bool, truncated: bool) -> Self {
-        let mut full = Full { st, rewards, terminated, truncated, mask: vec![false; E::NUM_ACTIONS], obs: E::Obs::default() };
-        finish::<E>(&full.st, prm, terminated || truncated, &mut full.mask, &mut full.obs);
+    pub fn new(
+        st: E::State,
+        prm: &E::Params,
+        rewards: Vec<f32>,
+        terminated: bool,
+        truncated: bool,
+    ) -> Self {
+        let mut full = Full {
+            st,
+            rewards,
+            terminated,
+            truncated,
+            mask: vec![false; E::NUM_ACTIONS],
+            obs: E::Obs::default(),
+        };
+        finish::<E>(
+            &full.st,
+            prm,
+            terminated || truncated,
+            &mut full.mask,
+            &mut full.obs,
+        );
         full
     }
 
@@ -236,7 +267,12 @@ impl<E: Env> Full<E> {
     pub fn violated(&self, prm: &E::Params) -> Vec<&'static str> {
         let mut ok = vec![true; E::INVARIANTS.len()];
         E::invariants(&self.st, prm, &mut ok);
-        E::INVARIANTS.iter().zip(ok).filter(|(_, ok)| !ok).map(|(n, _)| *n).collect()
+        E::INVARIANTS
+            .iter()
+            .zip(ok)
+            .filter(|(_, ok)| !ok)
+            .map(|(n, _)| *n)
+            .collect()
     }
 
     /// Player `p`'s observation.

@@ -214,8 +214,9 @@ pub fn min_of<T: PartialOrd + Copy>(it: impl Iterator<Item = T>, empty: T) -> T 
     let mut best: Option<T> = None;
     for v in it {
         best = match best {
-            Some(b) if !(v < b) => Some(b),
-            _ => Some(v),
+            Some(b) if v < b => Some(v),
+            Some(b) => Some(b),
+            None => Some(v),
         };
     }
     best.unwrap_or(empty)
@@ -227,15 +228,19 @@ pub fn max_of<T: PartialOrd + Copy>(it: impl Iterator<Item = T>, empty: T) -> T 
     let mut best: Option<T> = None;
     for v in it {
         best = match best {
-            Some(b) if !(v > b) => Some(b),
-            _ => Some(v),
+            Some(b) if v > b => Some(v),
+            Some(b) => Some(b),
+            None => Some(v),
         };
     }
     best.unwrap_or(empty)
 }
 
 #[inline(always)]
-fn arg_of<T: PartialOrd + Copy>(it: impl Iterator<Item = (i32, T)>, better: impl Fn(T, T) -> bool) -> i32 {
+fn arg_of<T: PartialOrd + Copy>(
+    it: impl Iterator<Item = (i32, T)>,
+    better: impl Fn(T, T) -> bool,
+) -> i32 {
     let mut best = -1i32;
     let mut value: Option<T> = None;
     for (p, v) in it {

@@ -8,8 +8,16 @@ use pyo3::types::PyDict;
 use crate::env::{ArrayMut, ArrayRef, ArraySpec};
 
 /// A numpy array holding a copy of `a`, shaped `shape`.
-pub fn to_numpy<'py>(py: Python<'py>, a: &ArrayRef<'_>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
-    fn shaped<'py, T: numpy::Element + Copy>(py: Python<'py>, v: &[T], shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+pub fn to_numpy<'py>(
+    py: Python<'py>,
+    a: &ArrayRef<'_>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    fn shaped<'py, T: numpy::Element + Copy>(
+        py: Python<'py>,
+        v: &[T],
+        shape: &[usize],
+    ) -> PyResult<Bound<'py, PyAny>> {
         Ok(PyArray1::from_slice(py, v).reshape(shape)?.into_any())
     }
     match a {
@@ -23,7 +31,11 @@ pub fn to_numpy<'py>(py: Python<'py>, a: &ArrayRef<'_>, shape: &[usize]) -> PyRe
 }
 
 /// `{spec.name: numpy array}` for parallel lists of specs and arrays.
-pub fn to_dict<'py>(py: Python<'py>, specs: &[ArraySpec], arrays: &[ArrayRef<'_>]) -> PyResult<Bound<'py, PyDict>> {
+pub fn to_dict<'py>(
+    py: Python<'py>,
+    specs: &[ArraySpec],
+    arrays: &[ArrayRef<'_>],
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (s, a) in specs.iter().zip(arrays) {
         d.set_item(s.name, to_numpy(py, a, s.shape)?)?;
@@ -32,7 +44,11 @@ pub fn to_dict<'py>(py: Python<'py>, specs: &[ArraySpec], arrays: &[ArrayRef<'_>
 }
 
 /// An observation: the single part's array, or a dict of parts.
-pub fn observation<'py>(py: Python<'py>, specs: &[ArraySpec], parts: &[ArrayRef<'_>]) -> PyResult<Bound<'py, PyAny>> {
+pub fn observation<'py>(
+    py: Python<'py>,
+    specs: &[ArraySpec],
+    parts: &[ArrayRef<'_>],
+) -> PyResult<Bound<'py, PyAny>> {
     if specs.len() == 1 {
         to_numpy(py, &parts[0], specs[0].shape)
     } else {
@@ -42,13 +58,26 @@ pub fn observation<'py>(py: Python<'py>, specs: &[ArraySpec], parts: &[ArrayRef<
 
 /// Copy the 1-d numpy array `src` (already of the field's dtype and size) into `dst`.
 pub fn copy_into(name: &str, dst: ArrayMut<'_>, src: &Bound<'_, PyAny>) -> PyResult<()> {
-    fn fill<T: numpy::Element + Copy>(name: &str, dst: &mut [T], src: &Bound<'_, PyAny>) -> PyResult<()> {
-        let arr: PyReadonlyArray1<'_, T> = src
-            .extract()
-            .map_err(|_| PyValueError::new_err(format!("field '{name}': expected a 1-d {} array", std::any::type_name::<T>())))?;
-        let v = arr.as_slice().map_err(|e| PyValueError::new_err(format!("field '{name}': {e}")))?;
+    fn fill<T: numpy::Element + Copy>(
+        name: &str,
+        dst: &mut [T],
+        src: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let arr: PyReadonlyArray1<'_, T> = src.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "field '{name}': expected a 1-d {} array",
+                std::any::type_name::<T>()
+            ))
+        })?;
+        let v = arr
+            .as_slice()
+            .map_err(|e| PyValueError::new_err(format!("field '{name}': {e}")))?;
         if v.len() != dst.len() {
-            return Err(PyValueError::new_err(format!("field '{name}' has {} elements, expected {}", v.len(), dst.len())));
+            return Err(PyValueError::new_err(format!(
+                "field '{name}' has {} elements, expected {}",
+                v.len(),
+                dst.len()
+            )));
         }
         dst.copy_from_slice(v);
         Ok(())
@@ -64,10 +93,17 @@ pub fn copy_into(name: &str, dst: ArrayMut<'_>, src: &Bound<'_, PyAny>) -> PyRes
 }
 
 /// Fill every field from `arrays` (a list in `specs` order, each a 1-d array of the field's dtype).
-pub fn fields_from(specs: &[ArraySpec], dst: Vec<ArrayMut<'_>>, arrays: &Bound<'_, PyAny>) -> PyResult<()> {
+pub fn fields_from(
+    specs: &[ArraySpec],
+    dst: Vec<ArrayMut<'_>>,
+    arrays: &Bound<'_, PyAny>,
+) -> PyResult<()> {
     let n = arrays.len()?;
     if n != specs.len() {
-        return Err(PyKeyError::new_err(format!("expected {} field arrays, got {n}", specs.len())));
+        return Err(PyKeyError::new_err(format!(
+            "expected {} field arrays, got {n}",
+            specs.len()
+        )));
     }
     for (i, (s, d)) in specs.iter().zip(dst).enumerate() {
         copy_into(s.name, d, &arrays.get_item(i)?)?;
@@ -76,10 +112,19 @@ pub fn fields_from(specs: &[ArraySpec], dst: Vec<ArrayMut<'_>>, arrays: &Bound<'
 }
 
 /// A writable, contiguous numpy buffer as a flat slice.
-pub fn buffer<'a, T: numpy::Element>(name: &str, a: &'a mut PyReadwriteArrayDyn<'_, T>, len: usize) -> PyResult<&'a mut [T]> {
-    let s = a.as_slice_mut().map_err(|e| PyValueError::new_err(format!("buffer '{name}': {e}")))?;
+pub fn buffer<'a, T: numpy::Element>(
+    name: &str,
+    a: &'a mut PyReadwriteArrayDyn<'_, T>,
+    len: usize,
+) -> PyResult<&'a mut [T]> {
+    let s = a
+        .as_slice_mut()
+        .map_err(|e| PyValueError::new_err(format!("buffer '{name}': {e}")))?;
     if s.len() != len {
-        return Err(PyValueError::new_err(format!("buffer '{name}' has {} elements, expected {len}", s.len())));
+        return Err(PyValueError::new_err(format!(
+            "buffer '{name}' has {} elements, expected {len}",
+            s.len()
+        )));
     }
     Ok(s)
 }

@@ -122,7 +122,10 @@ pub fn randint(key: Key, minval: i64, maxval: i64) -> i32 {
     let m = urem(m.wrapping_mul(m), span);
     let (k1, k2) = split2(key);
     let (hb, lb) = (bits_scalar(k1), bits_scalar(k2));
-    let off = urem(urem(hb, span).wrapping_mul(m).wrapping_add(urem(lb, span)), span);
+    let off = urem(
+        urem(hb, span).wrapping_mul(m).wrapping_add(urem(lb, span)),
+        span,
+    );
     (lo as u32).wrapping_add(off) as i32
 }
 

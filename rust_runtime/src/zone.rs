@@ -82,7 +82,10 @@ pub fn contains<T: PartialEq>(row: &[T], count: i32, v: T) -> bool {
 /// `index_of(z, v)`: the first live position holding `v`, -1 if none.
 #[inline]
 pub fn index_of<T: PartialEq>(row: &[T], count: i32, v: T) -> i32 {
-    row[..live(row, count)].iter().position(|x| *x == v).map_or(-1, |i| i as i32)
+    row[..live(row, count)]
+        .iter()
+        .position(|x| *x == v)
+        .map_or(-1, |i| i as i32)
 }
 
 #[cfg(test)]

@@ -3,7 +3,12 @@
 use envc_runtime::rng;
 
 fn nums(s: &str) -> Vec<i64> {
-    s.split_whitespace().map(|w| w.parse::<i64>().unwrap_or_else(|_| panic!("not a number: {w}"))).collect()
+    s.split_whitespace()
+        .map(|w| {
+            w.parse::<i64>()
+                .unwrap_or_else(|_| panic!("not a number: {w}"))
+        })
+        .collect()
 }
 
 #[test]
@@ -23,7 +28,10 @@ fn runtime_matches_every_known_answer() {
                 rng::split(key(0), &mut out);
                 out.iter().flatten().map(|&w| w as i64).collect()
             }
-            "fold_in" => rng::fold_in(key(0), a[2] as u32).iter().map(|&w| w as i64).collect(),
+            "fold_in" => rng::fold_in(key(0), a[2] as u32)
+                .iter()
+                .map(|&w| w as i64)
+                .collect(),
             "bits" => {
                 let mut out = vec![0u32; a[2] as usize];
                 rng::bits(key(0), &mut out);
@@ -37,7 +45,10 @@ fn runtime_matches_every_known_answer() {
             "bernoulli" => vec![rng::bernoulli(key(0), f32::from_bits(a[2] as u32)) as i64],
             "choice" => {
                 let parts: Vec<&str> = args.split_whitespace().collect();
-                let k = [parts[0].parse::<u32>().unwrap(), parts[1].parse::<u32>().unwrap()];
+                let k = [
+                    parts[0].parse::<u32>().unwrap(),
+                    parts[1].parse::<u32>().unwrap(),
+                ];
                 let mask: Vec<bool> = parts[2].chars().map(|c| c == '1').collect();
                 vec![rng::choice_mask(k, mask.iter().copied()) as i64]
             }
