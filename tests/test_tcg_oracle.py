@@ -931,3 +931,22 @@ def test_injected_checkup_flips_both_players_in_order() -> None:
         play_injected(env, b.d, (0, 1), action_id(ActionKind.END_TURN), seed=seed, extra_steps=0)
         flips.add(tuple(bool(e.value) for e in env.chance_log if e.kind == "bernoulli"))
     assert any(len(f) == 4 and f[:2] != f[2:] for f in flips), flips
+
+
+def test_reference_shuffle_events_list_the_deck_bottom_to_top() -> None:
+    """The chance log's shuffle value is the deck in slot order; 4.1/5.2/5.3 say slot 0 is the bottom: the hand is
+    the top seven cards and the prize pile the next six, the first taken at its bottom."""
+    env = reference_env(0, 1)
+    checked = 0
+    for seed in range(10):
+        env.chance_log = []
+        d = env.state_to_dict(env.init(rng.key_from_seed(seed)))
+        first0 = next(e for e in env.chance_log if e.kind == "shuffle" and e.index == (0,))
+        if int(d["mulligans"][0]) or int(d["mulligans"][1]):
+            continue
+        deck = [int(c) for c in first0.value]
+        assert sorted(deck[-7:]) == [c for c in range(NCARDS) for _ in range(int(d["hand"][0][c]))]
+        assert [int(c) for c in d["prizes"][0]] == deck[-8:-14:-1]
+        assert [int(c) for c in d["deck"][0][: int(d["deck.count"][0])]] == deck[:-13]
+        checked += 1
+    assert checked >= 3
