@@ -156,8 +156,7 @@ def compare(env: Any, s: Any, game: Game) -> tuple[str, str] | None:
         our_obs = observe(game, p)
         for name in OBS_FIELDS:
             if name not in ref_obs:
-                return f"obs.{name}", f"player {p}: the reference's observation has no field {name!r} (its fields: " \
-                    f"{sorted(ref_obs)})"
+                return f"obs.{name}", f"player {p}: the reference's observation lacks it (has {sorted(ref_obs)})"
             checks.append((f"obs.{name}(player {p})", ref_obs[name], our_obs[name]))
     for name, ref, ours in checks:
         found = first_difference(name, ref, ours)
