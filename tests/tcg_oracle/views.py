@@ -99,6 +99,7 @@ def engine_state(game: Game) -> dict[str, np.ndarray]:
         "board.burned": np.array([[z.burned for z in b] for b in boards]),
         "board.cond": np.array([[int(z.cond) for z in b] for b in boards]),
         "board.played": np.array([[z.played for z in b] for b in boards]),
+        "benched": np.array([sum(z.occupied for z in b[1:]) for b in boards]),
         "stadium": np.array(game.stadium),
         "stadium_owner": np.array(game.stadium_owner if game.stadium else -1),
         "phase": np.array(int(game.phase)),
