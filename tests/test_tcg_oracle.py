@@ -662,6 +662,7 @@ class Board:
             d[name][p][s] = 0
         d["board.stack"][p][s] = 0
         d["board.energy"][p][s] = 0
+        self._count_bench(p)
 
     def put(self, p: int, s: int, stack: list[int], energy: tuple[int, ...] = (0, 0, 0, 0), **fields: int) -> None:
         self.clear(p, s)
@@ -676,6 +677,11 @@ class Board:
         d["board.energy"][p][s] = energy
         for name, value in fields.items():
             d[f"board.{name}"][p][s] = value
+        self._count_bench(p)
+
+    def _count_bench(self, p: int) -> None:
+        """The spec's maintained Bench count (doc 15 `benched`) follows the board."""
+        self.d["benched"][p] = int(np.count_nonzero(self.d["board.card"][p][1:]))
 
     def to_hand(self, p: int, card: int) -> None:
         self.take(p, card)
