@@ -44,3 +44,20 @@ def test_episodes_match_reference(path: Path, tmp_path: Path, monkeypatch: pytes
             a = int(gen.choice(np.flatnonzero(r.legal_action_mask)))
             r, j = ref.step(r, a, k), jx.step(j, a, k)
             assert_same(ref.state_to_dict(r), jx.state_to_dict(j), f"episode {ep} step {t + 1} action {a}")
+
+
+def test_observation_of_an_out_of_range_player_uses_the_documented_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state whose `current_player` is out of range (a spec bug, or an injected state) is observed as the
+    non-strict reference does it: every per-player index clamped (the JAX observe once assumed `p` in range)."""
+    monkeypatch.setenv("ENVC_CACHE", str(tmp_path))
+    spec = envc.load(str(ROOT / "specs" / "kuhn_poker.yaml"))
+    ref, jx = envc.build(spec, strict=False), envc.build(spec, backend="jax")
+    d = ref.state_to_dict(ref.init(rng.key_from_seed(4)))
+    d["card"] = np.array([2, 0], d["card"].dtype)  # player 0 holds K, player 1 J: a wrong row shows
+    for player in (-1, 2, 7):
+        d["current_player"] = np.asarray(player, d["current_player"].dtype)
+        want, got = ref.state_to_dict(ref.state_from_dict(d)), jx.state_to_dict(jx.state_from_dict(d))
+        assert_same(want, got, f"current_player {player}")
+        assert np.asarray(want["observation"]).any(), player

@@ -90,8 +90,7 @@ def _expr_fn(
 def _observe_fn(spec: ir.SpecIR) -> Function:
     em = Emitter(spec)
     sc = _state_scope(spec, "key")
-    sc.vars["local:p"] = "p"
-    sc.ranges["p"] = (0, spec.players)
+    sc.vars["local:p"] = "p"  # no static range: observe runs for the current player, whatever the state holds
     for o in spec.obs_fields:
         sc.vars[f"obs:{o.name}"] = em.bind(o.name, f"jnp.zeros({o.ty.shape}, {JNP[o.ty.dtype]})")
     em.block(spec.observation, sc)
