@@ -377,7 +377,13 @@ def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:
             assert reward[i] == s.rewards[0] and term[i] == s.terminated
 
 
-def test_threads_do_not_change_results(rust_cache: Path) -> None:
+@pytest.mark.parametrize("fan_out_us", ["0", None])
+def test_threads_do_not_change_results(
+    rust_cache: Path, monkeypatch: pytest.MonkeyPatch, fan_out_us: str | None
+) -> None:
+    """Every call split over the threads (ENVC_FAN_OUT_US=0), or split only when long enough (the default)."""
+    if fan_out_us is not None:
+        monkeypatch.setenv("ENVC_FAN_OUT_US", fan_out_us)
     env = rust(ROOT / "tests/specs/tcg_mechanics.yaml", rust_cache)
     runs = []
     for threads in (1, 2, 3):
@@ -589,3 +595,16 @@ def test_cli_verify_and_bench_on_rust(rust_cache: Path) -> None:
     rows = json.loads(r.stdout)
     assert [row["batch"] for row in rows] == [1, 64] and all(row["threads"] in (1, 2) for row in rows)
     assert all(len(row["runs"]) == 5 and row["steps_per_s"] > 0 and math.isfinite(row["compile_s"]) for row in rows)
+
+
+def test_observation_of_an_out_of_range_player_uses_the_documented_fallback(rust_cache: Path) -> None:
+    """An out-of-range `current_player` is observed as the non-strict reference does it (indices clamped)."""
+    env = rust(ROOT / "specs/kuhn_poker.yaml", rust_cache)
+    ref = ReferenceEnv(env.spec, strict=False)
+    d = ref.state_to_dict(ref.init(rng.key_from_seed(4)))
+    d["card"] = np.array([2, 0], d["card"].dtype)
+    for player in (-1, 2, 7):
+        d["current_player"] = np.asarray(player, d["current_player"].dtype)
+        want, got = ref.state_to_dict(ref.state_from_dict(d)), env.state_to_dict(env.state_from_dict(d))
+        for k, v in want.items():
+            np.testing.assert_array_equal(got[k], v, err_msg=f"current_player {player}: {k}")

@@ -5,6 +5,8 @@
 //! `t`-th step (t = 1, 2, ...). A spec whose effects and rules never draw derives no step key at all.
 //! `reset(seed)` seeds sub-environment `i` with `seed + i`, as gymnasium's vector envs do.
 
+use std::time::Instant;
+
 use rayon::ThreadPool;
 
 use crate::env::{finish, step, Action, Env, ObsRows};
@@ -146,12 +148,23 @@ impl RolloutStats {
 /// Below this many envs per thread a batch is stepped on fewer threads (the hand-off would cost more).
 const MIN_ENVS_PER_THREAD: usize = 32;
 
+/// A call whose work would take one thread less than this many nanoseconds (`ENVC_FAN_OUT_US` microseconds
+/// when that variable is set, read when a batch is made) runs on the calling thread alone:
+/// waking the pool's threads (idle vCPUs, between Python calls) cost 25-200 us on the 2-vCPU VMs we measure
+/// on, more than splitting such a call saves (cartpole, 1024 envs: ~45 us alone, up to ~200 us on 2 threads;
+/// 8192 envs: ~310 us alone, ~350 us on 2 threads).
+const MIN_FAN_OUT_NS: f64 = 500_000.0;
+
 /// `num_envs` sub-environments and the threads that step them: the calling thread plus a pool of `threads - 1`.
 pub struct Batch<E: Env> {
     pub prm: E::Params,
     slots: Vec<Slot<E>>,
     pool: Option<ThreadPool>,
     threads: usize,
+    /// Running estimate of one thread's nanoseconds per unit of work (env step or reset); 0 until measured.
+    unit_ns: f64,
+    /// Calls estimated to take one thread less than this run on the calling thread alone.
+    fan_out_ns: f64,
 }
 
 /// Run `leaf` on `parts` pieces of `(slots, out)`: the last `parts - 1` are spawned on the pool, the first runs
@@ -206,6 +219,11 @@ impl<E: Env> Batch<E> {
             slots,
             pool,
             threads,
+            unit_ns: 0.0,
+            fan_out_ns: std::env::var("ENVC_FAN_OUT_US")
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map_or(MIN_FAN_OUT_NS, |us| us * 1000.0),
         })
     }
 
@@ -222,8 +240,11 @@ impl<E: Env> Batch<E> {
         &self.slots[i].st
     }
 
+    /// Run `leaf` over the slots, fanned out to the pool when the call is long enough to gain from it: `units`
+    /// is the call's work in env steps, timed to keep `unit_ns` current. Results never depend on the split.
     fn run<O: Send, R: Send + Default>(
         &mut self,
+        units: usize,
         out: O,
         split: impl Fn(O, usize) -> (O, O) + Sync,
         leaf: impl Fn(&E::Params, &mut [Slot<E>], O) -> R + Sync,
@@ -231,11 +252,15 @@ impl<E: Env> Batch<E> {
     ) -> R {
         let prm = &self.prm;
         let leaf = |s: &mut [Slot<E>], o: O| leaf(prm, s, o);
-        let parts = self
+        let mut parts = self
             .threads
             .min(self.slots.len() / MIN_ENVS_PER_THREAD)
             .max(1);
-        match &self.pool {
+        if self.unit_ns * (units as f64) < self.fan_out_ns {
+            parts = 1; // unmeasured (the first call) or short: the calling thread alone
+        }
+        let start = Instant::now();
+        let result = match &self.pool {
             Some(pool) if parts > 1 => {
                 let mut results: Vec<R> = (0..parts).map(|_| R::default()).collect();
                 let slots = &mut self.slots[..];
@@ -244,7 +269,15 @@ impl<E: Env> Batch<E> {
                 results.into_iter().reduce(merge).unwrap_or_default()
             }
             _ => leaf(&mut self.slots, out),
-        }
+        };
+        // One thread's cost of this call, counted as if the parts had been run one after the other.
+        let measured = start.elapsed().as_nanos() as f64 * parts as f64 / units.max(1) as f64;
+        self.unit_ns = if self.unit_ns == 0.0 {
+            measured
+        } else {
+            0.8 * self.unit_ns + 0.2 * measured
+        };
+        result
     }
 
     /// Reset every sub-environment: `seed` reseeds them (`seed + i`), `None` starts their next episodes.
@@ -255,6 +288,7 @@ impl<E: Env> Batch<E> {
             }
         }
         self.run(
+            self.slots.len(),
             out,
             |o, n| o.split_rows::<E>(n),
             |prm, slots, mut out| {
@@ -276,6 +310,7 @@ impl<E: Env> Batch<E> {
             Actions::Box(_) => E::ACTION_SIZE,
         };
         self.run(
+            self.slots.len(),
             (actions, out),
             |(a, o), n| {
                 let (a1, a2) = match a {
@@ -322,6 +357,7 @@ impl<E: Env> Batch<E> {
     pub fn rollout(&mut self, steps: usize, seed: u64, low: f32, high: f32) -> RolloutStats {
         let a = E::NUM_ACTIONS;
         self.run(
+            self.slots.len() * steps,
             (),
             |_, _| ((), ()),
             |prm, slots, ()| {
