@@ -37,12 +37,43 @@ def leaves_equal(a: Any, b: Any) -> bool:
 def test_partial_resets_equal_resetting_every_env(name: str, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = jax_env(name, cache, monkeypatch)
     rollout = importlib.import_module(env.package + ".rollout")
-    run = jax.jit(rollout.rollout, static_argnames=("num_envs", "num_steps", "max_resets"))
+    run = jax.jit(rollout.rollout, static_argnames=("num_envs", "num_steps", "reset_chunk"))
     key = jax.random.PRNGKey(7)
-    every, s_every = run(key, num_envs=16, num_steps=60, max_resets=())
-    tiered, s_tiered = run(key, num_envs=16, num_steps=60, max_resets=(1, 4))
+    every, s_every = run(key, num_envs=16, num_steps=60, reset_chunk=16)
     assert int(s_every.episodes) > 0  # envs really finished and restarted
-    assert leaves_equal(every, tiered) and leaves_equal(s_every, s_tiered)
+    for chunk in (1, 3):
+        chunked, s_chunked = run(key, num_envs=16, num_steps=60, reset_chunk=chunk)
+        assert leaves_equal(every, chunked) and leaves_equal(s_every, s_chunked), chunk
+
+
+@pytest.mark.parametrize("name", ["tic_tac_toe", "cartpole"])
+def test_rollout_is_the_documented_loop(name: str, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rollout` equals init with split keys, then policy, step and `reset_rows` with the documented keys."""
+    env = jax_env(name, cache, monkeypatch)
+    rollout = importlib.import_module(env.package + ".rollout")
+    e, params = env.env, env.params
+    n, steps, key = 8, 40, jax.random.PRNGKey(3)
+    states, stats = jax.jit(rollout.rollout, static_argnums=(1, 2))(key, n, steps)
+    key, init_key = jax.random.split(key)
+    want = jax.vmap(e.init, in_axes=(0, None))(jax.random.split(init_key, n), params)
+    step = jax.jit(jax.vmap(e.step, in_axes=(0, 0, 0, None)))
+    episodes, done, keys = 0, jnp.zeros(n, bool), jax.random.split(key, n)
+    for _ in range(steps):
+        want = rollout.reset_rows(e.init, want, done, keys, params, 3)  # nothing pending before the first step
+        key, act_key, step_key = jax.random.split(key, 3)
+        actions = rollout.random_actions(act_key, want)
+        keys = jax.random.split(step_key, n)
+        cleared = want.replace(terminated=jnp.zeros(n, bool), truncated=jnp.zeros(n, bool),
+                               rewards=jnp.zeros_like(want.rewards))
+        want = step(cleared, actions, keys, params)
+        done = want.terminated | want.truncated
+        episodes += int(jnp.sum(done))
+    assert episodes > 0 and int(stats.episodes) == episodes and int(stats.steps) == n * steps
+    for have, expected in zip(jax.tree.leaves(states), jax.tree.leaves(want)):
+        if jnp.issubdtype(expected.dtype, jnp.floating):  # XLA may contract the fused scan's float ops differently
+            np.testing.assert_allclose(np.asarray(have), np.asarray(expected), rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(np.asarray(have), np.asarray(expected))
 
 
 def test_batch_auto_reset_step_follows_the_single_env_rule(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,7 +84,7 @@ def test_batch_auto_reset_step_follows_the_single_env_rule(cache: Path, monkeypa
     for t in range(12):
         keys = jax.random.split(jax.random.PRNGKey(100 + t), n)
         actions = rollout.random_actions(jax.random.PRNGKey(200 + t), states)
-        batched = rollout.batch_auto_reset_step(e, states, actions, keys, params, (2,))
+        batched = rollout.batch_auto_reset_step(e, states, actions, keys, params, 2)
         for i in range(n):
             s_i = jax.tree.map(lambda x, i=i: x[i], states)
             s_i = s_i.replace(terminated=jnp.bool_(False), truncated=jnp.bool_(False), rewards=jnp.zeros(2))
