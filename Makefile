@@ -14,12 +14,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The main job: compile the flagship TCG to a JAX package, check it against the reference interpreter, play it,
+# and time its Rust build.
 demo: $(STAMP)
 	$(BIN)/envc lint specs/*.yaml
-	$(BIN)/envc run specs/cartpole.yaml --episodes 20
-	$(BIN)/envc run specs/tic_tac_toe.yaml --episodes 50
-	$(BIN)/envc run specs/connect_four.yaml --episodes 20
-	$(BIN)/envc run specs/kuhn_poker.yaml --episodes 100
+	$(BIN)/envc compile specs/tcg.yaml -o tcgjax/ --force
+	$(BIN)/envc verify specs/tcg.yaml --backend jax --episodes 10 --states 20
+	$(BIN)/envc run specs/tcg.yaml --backend jax --episodes 5
+	$(BIN)/envc bench specs/tcg.yaml --backend rust --batch 1024 --steps 300
 
 lint: $(STAMP)
 	$(BIN)/ruff check envc tests
