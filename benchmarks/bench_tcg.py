@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_rust's timing helper
 SPEC = ROOT / "specs" / "tcg.yaml"
 
 
@@ -41,6 +42,8 @@ def python_side(steps: int, repeats: int) -> dict[str, Any]:
 
 
 def rust_side(batch: int, steps: int, repeats: int) -> list[dict[str, Any]]:
+    from bench_rust import timed
+
     import envc
 
     t0 = time.perf_counter()
@@ -49,22 +52,8 @@ def rust_side(batch: int, steps: int, repeats: int) -> list[dict[str, Any]]:
     rows = []
     for threads in (1, 2):
         b = env.module._core.Batch(batch, threads, {})
-        b.rollout(steps // 5, 7)  # warm-up
-        runs = []
-        for r in range(repeats):
-            t0 = time.perf_counter()
-            b.rollout(steps, r + 1)
-            runs.append(batch * steps / (time.perf_counter() - t0))
-        rows.append(
-            {
-                "side": "envc Rust rollout",
-                "batch": batch,
-                "threads": threads,
-                "sps": statistics.median(runs),
-                "runs": runs,
-                "build_s": build_s,
-            }
-        )
+        r = timed(lambda b=b: b.rollout(steps, 1), batch * steps, repeats)
+        rows.append({"side": "envc Rust rollout", "batch": batch, "threads": threads, "build_s": build_s, **r})
     return rows
 
 
