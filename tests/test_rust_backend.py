@@ -17,6 +17,7 @@ import envc
 from envc import ir, rng
 from envc.compile import CompileError, write_package
 from envc.interpret import ReferenceEnv
+from envc.lower_rust import render
 from envc.lower_rust.build import RustEnv, target_dir
 from envc.verify import verify
 
@@ -244,6 +245,7 @@ state:
   s: {type: i16}
   suit: {type: Suit, init: hearts}
   picks: {type: i32, shape: [3]}
+  flags: {type: bool, shape: [3]}
 actions:
   act:
     params: {k: 5}
@@ -277,6 +279,7 @@ actions:
       picks[1] = choice(W[i] != 9 for i in range(5))
       picks[2] = i32(count(z[me, i] != 0 for i in range(6))) + argmin(W[i] for i in range(1, 5) if W[i] > -2)
       u = u * 3 + u32(k) - u // 7 + u % 5
+      flags[k % 3] = not flags[k % 3]
       s = s * i16(300) + i16(i32(v[0] * 100.0))
       current_player = 1 - current_player
 reset: |
@@ -298,7 +301,10 @@ observation:
     misc[1] = i32(suit)
     misc[2] = max(picks) + min(picks[1], picks[2])
     misc[3] = count(fl[i] > 0.0 for i in range(4))
-    misc[4] = i32(any(zs[i] == 4 for i in range(6))) + i32(all(picks[i] >= 0 for i in range(3)))
+    misc[4] = (i32(any(zs[i] == 4 for i in range(6))) + i32(all(picks[i] >= 0 for i in range(3)))
+      + 2 * i32(any(zs[i] > 3 for i in range(6) if i % 2 == 1)) + 4 * i32(all(zs[i] != 0 for i in range(6) if i < 3))
+      + 8 * count(zs[i] < 2 for i in range(6) if i != 4) + 100 * count(picks[i] > 0 for i in range(3) if picks[i] < 4)
+      + 1000 * (i32(any(flags)) + 2 * i32(all(flags)) + 4 * count(flags)))
 """
 
 
@@ -308,6 +314,16 @@ def test_zone_statements_reductions_and_builtins_the_shipped_specs_leave_out(tmp
     spec = rounded(envc.load(str(path)))
     checks = verify(spec, RustEnv(spec, cache=rust_cache), episodes=40, states=100, seed=3)
     assert all(c.passed for c in checks), [c.failures for c in checks if not c.passed]
+
+
+def test_cheap_reductions_fold_without_early_exits() -> None:
+    """any/all/count over a cheap body become branch-free folds; a costly body keeps its early exit."""
+    spec = envc.load(str(ROOT / "specs" / "connect_four.yaml"))
+    src = render(spec, "", "c4")["src/env.rs"]
+    four_from = src[src.index("fn four_from") : src.index("fn connects_four")]
+    assert ".fold(true," in four_from and ".all(" not in four_from
+    connects = src[src.index("fn connects_four") : src.index("fn reset")]
+    assert ".any(|row|" in connects  # 6 rows x 4 windows x four_from: over the budget, exits early
 
 
 def test_runtime_params_override_like_the_reference(rust_cache: Path) -> None:

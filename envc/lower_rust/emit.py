@@ -2,9 +2,11 @@
 
 Values keep their spec types (`i8` .. `f32`, enums as `i8` member indices); integers wrap with `wrapping_*`
 and floor-divide with `envc_runtime::ops::Int`; reads clamp their indices and writes out of range are dropped
-(`ops::ix`, `ops::wx`) unless the index is statically in range. Reductions become iterator chains, so they
-short-circuit like the reference's generators. Every identifier comes from `Names`, which never hands a spec
-name to Rust unescaped.
+(`ops::ix`, `ops::wx`) unless the index is statically in range. Reductions become iterator chains; `any`, `all`
+and `count` over a cheap, draw-free body (`Analysis.cost` under `BRANCHLESS_COST`) are folded without early
+exits, since bodies have no side effects and a data-dependent exit costs more in mispredicted branches than
+the work it skips (connect four's win check: 40% more steps/s). Every identifier comes from `Names`, which
+never hands a spec name to Rust unescaped.
 """
 
 from __future__ import annotations
@@ -193,6 +195,10 @@ def conv(code: str, src: Ty, dst: Ty, enums: dict[str, int]) -> str:
     return f"{paren(code)} as {RUST[dst.dtype]}"
 
 
+# Reductions whose whole evaluation costs at most this (in `Analysis.cost` units) are folded branch-free.
+BRANCHLESS_COST = 512.0
+
+
 @dataclass
 class Ctx:
     """What a body can see: the key variable (None: no randomness), known local ranges, obs and action."""
@@ -214,6 +220,7 @@ class Analysis:
         self.spec = spec
         self.callables = {c.name: c for c in spec.callables}
         self._memo: dict[tuple[str, str], bool] = {}
+        self._cost: dict[tuple[str, str], float] = {}
 
     def _direct(self, node: object, what: str) -> bool:
         if what == "draws":
@@ -251,6 +258,37 @@ class Analysis:
     def draws(self, node: object) -> bool:
         """Does this code draw randomness (directly or in a called procedure)?"""
         return self.uses(node, "draws")
+
+    def cost(self, node: object) -> float:
+        """A rough count of the operations evaluating this code takes, called functions included; infinite for
+        code that loops over zones, writes, draws or calls procedures."""
+        if isinstance(node, tuple):
+            return sum(self.cost(x) for x in node)
+        if node is None:
+            return 0.0
+        if isinstance(node, ir.Reduce):
+            if node.op == "choice":
+                return math.inf
+            return max(node.stop - node.start, 0) * (1 + self.cost(node.elt) + self.cost(node.cond))
+        if isinstance(node, ir.ReduceArray):
+            return math.inf if node.op == "choice" else 1 + self.cost(node.x) + math.prod(node.x.ty.shape)
+        if isinstance(node, ir.CallFn):
+            k = (node.fn, "cost")
+            if k not in self._cost:
+                self._cost[k] = math.inf  # no recursion in specs; keeps this total
+                self._cost[k] = self.cost(self.callables[node.fn].body)
+            return 1 + self.cost(node.args) + self._cost[k]
+        if isinstance(node, (ir.LetS, ir.ReturnS)):
+            return self.cost(node.value)
+        if isinstance(node, ir.IfS):
+            return self.cost(node.cond) + self.cost(node.then) + self.cost(node.orelse)
+        if isinstance(node, (ir.Random, ir.ZoneFind, ir._Stmt)):
+            return math.inf
+        if isinstance(node, ir.Read):
+            return 2 + self.cost(node.index)
+        if isinstance(node, ir._Expr):
+            return 1 + sum(self.cost(getattr(node, k)) for k in type(node).model_fields if k not in ("ty", "span"))
+        return 0.0
 
     @staticmethod
     def mentions(node: object, names: set[str]) -> set[str]:
@@ -574,6 +612,15 @@ class Emitter:
             k = self.key_of(e.site, ctx)
             first = e.start if e.start < e.stop else 0
             return f"{first}i32 + rng::choice_mask({k}, {rng_}.map(|{v}| {mask})) as i32"
+        if op in ("any", "all", "count") and self.an.cost(e) <= BRANCHLESS_COST:
+            acc = self.fresh("acc")
+            if op == "all":
+                ok = paren(elt) if cond is None else f"(!{paren(cond)} | {paren(elt)})"
+                return f"{rng_}.fold(true, |{acc}, {v}| {acc} & {ok})"
+            hit = paren(elt) if cond is None else f"({paren(cond)} & {paren(elt)})"
+            if op == "any":
+                return f"{rng_}.fold(false, |{acc}, {v}| {acc} | {hit})"
+            return f"{rng_}.fold(0i32, |{acc}, {v}| {acc} + {hit} as i32)"
         it = f"{rng_}.filter(|&{v}| {cond})" if cond is not None else rng_
         if op == "any":
             return f"{it}.any(|{v}| {elt})"
@@ -608,11 +655,11 @@ class Emitter:
         if op == "choice":
             return f"rng::choice_mask({self.key_of(e.site, ctx)}, {it}) as i32"
         if op == "any":
-            return f"{it}.any(|x| x)"
+            return f"{it}.fold(false, |a, x| a | x)"
         if op == "all":
-            return f"{it}.all(|x| x)"
+            return f"{it}.fold(true, |a, x| a & x)"
         if op == "count":
-            return f"{it}.filter(|&x| x).count() as i32"
+            return f"{it}.fold(0i32, |a, x| a + x as i32)"
         if op == "sum":
             acc = self.fresh("acc")
             if e.ty.dtype is DType.F32:
