@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: install demo test lint check clean
+.PHONY: install demo test bench lint check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,13 @@ demo: $(STAMP)
 	$(BIN)/envc verify specs/tcg.yaml --backend jax --episodes 10 --states 20
 	$(BIN)/envc run specs/tcg.yaml --backend jax --episodes 5
 	$(BIN)/envc bench specs/tcg.yaml --backend rust --batch 1024 --steps 300
+
+# The figures of benchmarks/RESULTS.md, peers measured in the same runs (envpool, ~300 MB, only installed here).
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[bench]"
+	$(BIN)/python benchmarks/bench_jax.py --batches 1,256,4096
+	$(BIN)/python benchmarks/bench_rust.py --only cartpole,connect_four
+	$(BIN)/python benchmarks/bench_tcg.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check envc tests

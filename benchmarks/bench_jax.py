@@ -57,7 +57,7 @@ def envc_side(name: str, batch: int, steps: int, repeats: int) -> dict[str, Any]
     rollout = importlib.import_module(env.package + ".rollout")
     policy = rollout.random_actions
     if name == "cartpole":  # gymnax's protocol: one randint draw for the whole batch
-        policy = lambda key, states: jax.random.randint(key, (batch,), 0, env.num_actions)  # noqa: E731
+        policy = lambda key, states: jax.random.randint(key, (batch,), 0, env.num_actions)
     return measure(lambda k: rollout.rollout(k, batch, steps, policy)[1], jax.random.PRNGKey(0), batch * steps, repeats)
 
 
@@ -117,7 +117,10 @@ def run_setting(args: argparse.Namespace) -> list[dict[str, Any]]:
         for batch in (int(b) for b in args.batches.split(",")):
             steps = args.steps
             ours = envc_side(name, batch, steps, args.repeats)
-            peer = gymnax_side(batch, steps, args.repeats) if name == "cartpole" else pgx_side(name, batch, steps, args.repeats)
+            if name == "cartpole":
+                peer = gymnax_side(batch, steps, args.repeats)
+            else:
+                peer = pgx_side(name, batch, steps, args.repeats)
             row = {
                 "xla": args.xla,
                 "device": str(jax.devices()[0].device_kind),
@@ -131,7 +134,8 @@ def run_setting(args: argparse.Namespace) -> list[dict[str, Any]]:
             }
             print(
                 f"{args.xla:7s} {name:13s} b={batch:6d} envc {ours['sps']:12,.0f}  {PAIRS[name]:20s} "
-                f"{peer['sps']:12,.0f}  ratio {row['ratio']:.2f}x  compile {ours['compile_s']:.1f}s/{peer['compile_s']:.1f}s",
+                f"{peer['sps']:12,.0f}  ratio {row['ratio']:.2f}x  "
+                f"compile {ours['compile_s']:.1f}s/{peer['compile_s']:.1f}s",
                 file=sys.stderr,
                 flush=True,
             )

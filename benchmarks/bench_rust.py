@@ -1,9 +1,11 @@
 """envc's Rust backend against its peers, measured in the same run with the peers' own protocol.
 
-* cartpole vs gymnasium's `make_vec("CartPole-v1", num_envs=1024, vectorization_mode="vector_entry_point")`:
-  both driven from one Python loop over pre-generated random actions (the peer script's protocol,
-  ../shared/anchors/peers/bench_gymnasium.py), envc through its gymnasium `VectorEnv` (next-step auto-reset,
-  outputs written in place by Rust, copies returned); plus envc's all-Rust rollout for reference.
+* cartpole vs gymnasium's `make_vec("CartPole-v1", num_envs=1024, vectorization_mode="vector_entry_point")`
+  and envpool's `make_gymnasium("CartPole-v1", num_envs=1024, batch_size=1024)` (when installed:
+  `pip install -e '.[bench]'`): all driven from one Python loop over pre-generated random actions (the peer
+  scripts' protocol, ../shared/anchors/peers/bench_gymnasium.py and bench_envpool.py), envc through its
+  gymnasium `VectorEnv` (next-step auto-reset, outputs written in place by Rust, copies returned); plus envc's
+  all-Rust rollout for reference. Ratios are against gymnasium; envpool's own ratio to gymnasium is shown too.
 * connect_four vs pgx on CPU at batch 4096: pgx's jitted `lax.scan` of `vmap(auto_reset(step))` with
   `categorical(log(mask))` actions (bench_jax.py's pgx side, XLA default threading and one XLA thread, each in
   its own process) against envc's all-Rust rollout (random legal actions, same-step auto-reset).
@@ -82,6 +84,25 @@ def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     gym_r = timed(python_loop(peer, actions), n * steps, args.repeats)
     rows.append({"spec": "cartpole", "side": "gymnasium CartPoleVectorEnv", "batch": n, "threads": 1, **gym_r})
+    try:
+        import envpool
+    except ImportError:
+        print("envpool is not installed (pip install -e '.[bench]'): no envpool rows", file=sys.stderr)
+    else:
+        for threads in (1, 2):  # the peer script's protocol: synchronous, batch_size == num_envs, int32 actions
+            pool = envpool.make_gymnasium("CartPole-v1", num_envs=n, batch_size=n, num_threads=threads, seed=0)
+            pool.reset()
+            r = timed(python_loop(pool, actions.astype(np.int32)), n * steps, max(1, args.repeats))
+            rows.append(
+                {
+                    "spec": "cartpole",
+                    "side": f"envpool {envpool.__version__}",
+                    "batch": n,
+                    "threads": threads,
+                    "peer_ratio": r["sps"] / gym_r["sps"],
+                    **r,
+                }
+            )
     for threads in (1, 2):
         envs = env.vector_env(n, seed=0, threads=threads)
         envs.reset(seed=0)
@@ -116,8 +137,8 @@ def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
 def pgx_process(game: str, batch: int, steps: int, repeats: int, xla: str) -> dict[str, Any]:
     """pgx's rollout in a fresh process (XLA's threading is fixed when jax is imported)."""
     code = (
-        "import json, sys; sys.path.insert(0, %r); from bench_jax import pgx_side; "
-        "print(json.dumps(pgx_side(%r, %d, %d, %d)))" % (str(ROOT / "benchmarks"), game, batch, steps, repeats)
+        f"import json, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); from bench_jax import pgx_side; "
+        f"print(json.dumps(pgx_side({game!r}, {batch}, {steps}, {repeats})))"
     )
     env = dict(os.environ)
     if xla == "single":
@@ -207,6 +228,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         ratio = f"**{r['ratio']:.2f}x**" if "ratio" in r else ""
+        if "peer_ratio" in r:
+            ratio = f"({r['peer_ratio']:.2f}x)"
         other = f"{r['other_cores']:.2f}" if r.get("other_cores") is not None else ""
         print(
             f"| {r['spec']} | {r['side']} | {r['batch']} | {r['threads']} | {r['sps']:,.0f} | "

@@ -48,24 +48,27 @@ def test_partial_resets_equal_resetting_every_env(name: str, cache: Path, monkey
 
 @pytest.mark.parametrize("name", ["tic_tac_toe", "cartpole"])
 def test_rollout_is_the_documented_loop(name: str, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`rollout` equals init with split keys, then policy, step and `reset_rows` with the documented keys."""
+    """`rollout` equals blank states all restarted, then policy, step and `reset_rows` with the documented keys."""
     env = jax_env(name, cache, monkeypatch)
     rollout = importlib.import_module(env.package + ".rollout")
     e, params = env.env, env.params
     n, steps, key = 8, 40, jax.random.PRNGKey(3)
     states, stats = jax.jit(rollout.rollout, static_argnums=(1, 2))(key, n, steps)
-    key, init_key = jax.random.split(key)
-    want = jax.vmap(e.init, in_axes=(0, None))(jax.random.split(init_key, n), params)
+    key, reset_key = jax.random.split(key)
     step = jax.jit(jax.vmap(e.step, in_axes=(0, 0, 0, None)))
-    episodes, done, keys = 0, jnp.zeros(n, bool), jax.random.split(key, n)
-    for _ in range(steps):
-        want = rollout.reset_rows(e.init, want, done, keys, params, 3)  # nothing pending before the first step
-        key, act_key, step_key = jax.random.split(key, 3)
+    rows = jnp.arange(n)
+    # Env i's first state is init(fold_in(reset_key, i)): split keys in JAX's default partitionable threefry.
+    first = jax.vmap(e.init, in_axes=(0, None))(rollout.row_keys(reset_key, rows), params)
+    assert leaves_equal(jax.random.split(reset_key, n), rollout.row_keys(reset_key, rows))
+    want, episodes, done = first, 0, jnp.ones(n, bool)
+    for t in range(steps):
+        if t:
+            want = rollout.reset_rows(e.init, want, done, lambda r, k=reset_key: rollout.row_keys(k, r), params, 3)
+        key, act_key, step_key, reset_key = jax.random.split(key, 4)
         actions = rollout.random_actions(act_key, want)
-        keys = jax.random.split(step_key, n)
         cleared = want.replace(terminated=jnp.zeros(n, bool), truncated=jnp.zeros(n, bool),
                                rewards=jnp.zeros_like(want.rewards))
-        want = step(cleared, actions, keys, params)
+        want = step(cleared, actions, rollout.row_keys(step_key, rows), params)
         done = want.terminated | want.truncated
         episodes += int(jnp.sum(done))
     assert episodes > 0 and int(stats.episodes) == episodes and int(stats.steps) == n * steps
