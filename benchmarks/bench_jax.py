@@ -5,7 +5,8 @@ pgx. Each side runs one jitted `lax.scan` of `steps` batched steps with auto-res
 scripts in ../shared/anchors/peers do: gymnax draws actions with one `randint` for the batch and auto-resets
 inside its own `step`; pgx draws `categorical(log(mask))` and wraps `step` in `pgx.experimental.auto_reset`.
 envc uses the generated `rollout` (the same action draws; finished envs restart in the same step).
-Compile time is measured apart; steps/s is the median of `--repeats` timed runs.
+Compile time is measured apart; steps/s is the median of `--repeats` timed runs, envc's and the peer's
+taken in turns (one of each per round) so that drift in the machine's speed weighs on both alike.
 
     python benchmarks/bench_jax.py                      # both XLA settings, one subprocess each
     python benchmarks/bench_jax.py --xla single --batches 4096 --pairs cartpole
@@ -33,22 +34,33 @@ PAIRS = {"cartpole": "gymnax CartPole-v1", "tic_tac_toe": "pgx tic_tac_toe", "co
 
 def measure(fn: Callable[[Any], Any], arg: Any, work: int, repeats: int) -> dict[str, Any]:
     """Compile, warm up, then time `repeats` runs of a jitted function; steps/s median and spread."""
+    return measure_together([(fn, arg)], work, repeats)[0]
+
+
+def measure_together(sides: list[tuple[Callable[[Any], Any], Any]], work: int, repeats: int) -> list[dict[str, Any]]:
+    """Compile and warm up each `(fn, arg)`, then time them in turns (one run of each per round, `repeats`
+    rounds), so that a change in the machine's speed during the run weighs on every side alike."""
     import jax
 
-    t0 = time.perf_counter()
-    compiled = jax.jit(fn).lower(arg).compile()
-    compile_s = time.perf_counter() - t0
-    jax.block_until_ready(compiled(arg))
-    walls = []
-    for _ in range(repeats):
+    compiled, compile_s = [], []
+    for fn, arg in sides:
         t0 = time.perf_counter()
-        jax.block_until_ready(compiled(arg))
-        walls.append(time.perf_counter() - t0)
-    sps = [work / w for w in walls]
-    return {"sps": statistics.median(sps), "sps_min": min(sps), "sps_max": max(sps), "compile_s": compile_s}
+        compiled.append(jax.jit(fn).lower(arg).compile())
+        compile_s.append(time.perf_counter() - t0)
+        jax.block_until_ready(compiled[-1](arg))
+    sps: list[list[float]] = [[] for _ in sides]
+    for _ in range(repeats):
+        for i, (_, arg) in enumerate(sides):
+            t0 = time.perf_counter()
+            jax.block_until_ready(compiled[i](arg))
+            sps[i].append(work / (time.perf_counter() - t0))
+    return [
+        {"sps": statistics.median(v), "sps_min": min(v), "sps_max": max(v), "compile_s": c}
+        for v, c in zip(sps, compile_s)
+    ]
 
 
-def envc_side(name: str, batch: int, steps: int, repeats: int) -> dict[str, Any]:
+def envc_side(name: str, batch: int, steps: int) -> tuple[Callable[[Any], Any], Any]:
     import jax
 
     import envc
@@ -58,10 +70,10 @@ def envc_side(name: str, batch: int, steps: int, repeats: int) -> dict[str, Any]
     policy = rollout.random_actions
     if name == "cartpole":  # gymnax's protocol: one randint draw for the whole batch
         policy = lambda key, states: jax.random.randint(key, (batch,), 0, env.num_actions)
-    return measure(lambda k: rollout.rollout(k, batch, steps, policy)[1], jax.random.PRNGKey(0), batch * steps, repeats)
+    return lambda k: rollout.rollout(k, batch, steps, policy)[1], jax.random.PRNGKey(0)
 
 
-def gymnax_side(batch: int, steps: int, repeats: int) -> dict[str, Any]:
+def gymnax_side(batch: int, steps: int) -> tuple[Callable[[Any], Any], Any]:
     import gymnax
     import jax
     import jax.numpy as jnp
@@ -80,10 +92,16 @@ def gymnax_side(batch: int, steps: int, repeats: int) -> dict[str, Any]:
 
         return jax.lax.scan(body, (state, key, jnp.float32(0), jnp.int32(0)), None, length=steps)[0][2:]
 
-    return measure(rollout, jax.random.PRNGKey(0), batch * steps, repeats)
+    return rollout, jax.random.PRNGKey(0)
 
 
 def pgx_side(game: str, batch: int, steps: int, repeats: int) -> dict[str, Any]:
+    """pgx's rollout measured alone (for bench_rust.py)."""
+    fn, arg = pgx_rollout(game, batch, steps)
+    return measure(fn, arg, batch * steps, repeats)
+
+
+def pgx_rollout(game: str, batch: int, steps: int) -> tuple[Callable[[Any], Any], Any]:
     import jax
     import jax.numpy as jnp
     import pgx
@@ -105,7 +123,7 @@ def pgx_side(game: str, batch: int, steps: int, repeats: int) -> dict[str, Any]:
 
         return jax.lax.scan(body, (state, key, jnp.float32(0), jnp.int32(0)), None, length=steps)[0][2:]
 
-    return measure(rollout, jax.random.PRNGKey(0), batch * steps, repeats)
+    return rollout, jax.random.PRNGKey(0)
 
 
 def run_setting(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -116,11 +134,8 @@ def run_setting(args: argparse.Namespace) -> list[dict[str, Any]]:
     for name in args.pairs.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             steps = args.steps
-            ours = envc_side(name, batch, steps, args.repeats)
-            if name == "cartpole":
-                peer = gymnax_side(batch, steps, args.repeats)
-            else:
-                peer = pgx_side(name, batch, steps, args.repeats)
+            peer_side = gymnax_side(batch, steps) if name == "cartpole" else pgx_rollout(name, batch, steps)
+            ours, peer = measure_together([envc_side(name, batch, steps), peer_side], batch * steps, args.repeats)
             row = {
                 "xla": args.xla,
                 "device": str(jax.devices()[0].device_kind),
@@ -148,7 +163,7 @@ def main() -> None:
     ap.add_argument("--pairs", default=",".join(PAIRS))
     ap.add_argument("--batches", default="1,256,4096")
     ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--xla", choices=["default", "single", "both"], default="both")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "jax.json"))
     args = ap.parse_args()
