@@ -11,7 +11,8 @@
   its own process) against envc's all-Rust rollout (random legal actions, same-step auto-reset).
 * the mini TCG and, when present, the full TCG (specs/tcg.yaml): all-Rust rollouts.
 
-Every figure is the median of `--repeats` timed runs after a warm-up; `other` is how many cores other
+Every figure is the median of `--repeats` timed runs after a warm-up (cartpole's sides run in turns, one run
+of each per round, so drift in the machine's speed weighs on all alike); `other` is how many cores other
 processes kept busy meanwhile (from /proc/stat), since this VM is shared.
 
     python benchmarks/bench_rust.py                 # everything, prints a markdown table
@@ -47,15 +48,24 @@ def busy_cores() -> float:
 
 def timed(fn: Callable[[], Any], work: int, repeats: int) -> dict[str, Any]:
     """Warm up once, then time `repeats` calls: median steps/s, the runs, and the other processes' load."""
-    fn()
-    sps, other = [], []
-    for _ in range(repeats):
-        b0, c0, t0 = busy_cores(), time.process_time(), time.perf_counter()
+    return timed_together([fn], work, repeats)[0]
+
+
+def timed_together(fns: list[Callable[[], Any]], work: int, repeats: int) -> list[dict[str, Any]]:
+    """`timed` for several sides at once, run in turns (one call of each per round) so that drift in the
+    machine's speed weighs on every side alike."""
+    for fn in fns:
         fn()
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        sps.append(work / wall)
-        other.append(max(0.0, (busy_cores() - b0 - cpu) / wall))
-    return {"sps": statistics.median(sps), "runs": sps, "other_cores": statistics.mean(other)}
+    sps: list[list[float]] = [[] for _ in fns]
+    other: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            b0, c0, t0 = busy_cores(), time.process_time(), time.perf_counter()
+            fn()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            sps[i].append(work / wall)
+            other[i].append(max(0.0, (busy_cores() - b0 - cpu) / wall))
+    return [{"sps": statistics.median(v), "runs": v, "other_cores": statistics.mean(o)} for v, o in zip(sps, other)]
 
 
 def python_loop(envs: Any, actions: np.ndarray) -> Callable[[], float]:
@@ -81,9 +91,9 @@ def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
     build_s = time.perf_counter() - t0
     peer = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point")
     peer.reset(seed=0)
-    rows = []
-    gym_r = timed(python_loop(peer, actions), n * steps, args.repeats)
-    rows.append({"spec": "cartpole", "side": "gymnasium CartPoleVectorEnv", "batch": n, "threads": 1, **gym_r})
+    sides: list[tuple[dict[str, Any], Callable[[], Any]]] = [
+        ({"side": "gymnasium CartPoleVectorEnv", "threads": 1}, python_loop(peer, actions))
+    ]
     try:
         import envpool
     except ImportError:
@@ -92,45 +102,29 @@ def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
         for threads in (1, 2):  # the peer script's protocol: synchronous, batch_size == num_envs, int32 actions
             pool = envpool.make_gymnasium("CartPole-v1", num_envs=n, batch_size=n, num_threads=threads, seed=0)
             pool.reset()
-            r = timed(python_loop(pool, actions.astype(np.int32)), n * steps, max(1, args.repeats))
-            rows.append(
-                {
-                    "spec": "cartpole",
-                    "side": f"envpool {envpool.__version__}",
-                    "batch": n,
-                    "threads": threads,
-                    "peer_ratio": r["sps"] / gym_r["sps"],
-                    **r,
-                }
+            sides.append(
+                (
+                    {"side": f"envpool {envpool.__version__}", "threads": threads, "peer": True},
+                    python_loop(pool, actions.astype(np.int32)),
+                )
             )
     for threads in (1, 2):
         envs = env.vector_env(n, seed=0, threads=threads)
         envs.reset(seed=0)
-        r = timed(python_loop(envs, actions), n * steps, args.repeats)
-        rows.append(
-            {
-                "spec": "cartpole",
-                "side": "envc rust VectorEnv",
-                "batch": n,
-                "threads": threads,
-                "ratio": r["sps"] / gym_r["sps"],
-                "build_s": build_s,
-                **r,
-            }
-        )
+        sides.append(({"side": "envc rust VectorEnv", "threads": threads}, python_loop(envs, actions)))
     for threads in (1, 2):
         b = env.module._core.Batch(n, threads, {})
-        r = timed(lambda b=b: b.rollout(steps, 1), n * steps, args.repeats)
-        rows.append(
-            {
-                "spec": "cartpole",
-                "side": "envc rust rollout (all in Rust)",
-                "batch": n,
-                "threads": threads,
-                "ratio": r["sps"] / gym_r["sps"],
-                **r,
-            }
-        )
+        sides.append(({"side": "envc rust rollout (all in Rust)", "threads": threads}, lambda b=b: b.rollout(steps, 1)))
+    results = timed_together([fn for _, fn in sides], n * steps, args.repeats)
+    gym_sps = results[0]["sps"]
+    rows = []
+    for (meta, _), r in zip(sides, results):
+        row = {"spec": "cartpole", "batch": n, "build_s": build_s, **meta, **r}
+        if row.pop("peer", False):
+            row["peer_ratio"] = r["sps"] / gym_sps
+        elif meta["side"].startswith("envc"):
+            row["ratio"] = r["sps"] / gym_sps
+        rows.append(row)
     return rows
 
 

@@ -878,7 +878,8 @@ class ReferenceEnv:
             if not (0 <= a < self.num_actions) or not state.legal_action_mask[a]:
                 pen = self.spec.illegal_action_penalty
                 rewards = np.full(self.num_players, -pen * (self.num_players - 1), np.float32)
-                rewards[state.current_player] = pen
+                if 0 <= state.current_player < self.num_players:  # out of range (an injected state): nobody
+                    rewards[state.current_player] = pen
                 return self._finish(data, rewards, True, False)
             kind, vals = self._decode[a]
             for n, v, _ in vals:

@@ -61,3 +61,9 @@ def test_observation_of_an_out_of_range_player_uses_the_documented_fallback(
         want, got = ref.state_to_dict(ref.state_from_dict(d)), jx.state_to_dict(jx.state_from_dict(d))
         assert_same(want, got, f"current_player {player}")
         assert np.asarray(want["observation"]).any(), player
+        # An illegal action's penalty goes to the mover; out of range, nobody pays it (as in Rust).
+        key = rng.key_from_seed(5)
+        want = ref.state_to_dict(ref.step(ref.state_from_dict(d), ref.num_actions, key))
+        got = jx.state_to_dict(jx.step(jx.state_from_dict(d), jx.num_actions, key))
+        assert_same(want, got, f"illegal action, current_player {player}")
+        assert np.asarray(want["rewards"]).tolist() == [1.0, 1.0], player

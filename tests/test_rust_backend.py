@@ -624,3 +624,9 @@ def test_observation_of_an_out_of_range_player_uses_the_documented_fallback(rust
         want, got = ref.state_to_dict(ref.state_from_dict(d)), env.state_to_dict(env.state_from_dict(d))
         for k, v in want.items():
             np.testing.assert_array_equal(got[k], v, err_msg=f"current_player {player}: {k}")
+        key = rng.key_from_seed(5)  # an illegal action: out of range, nobody pays the penalty
+        want = ref.state_to_dict(ref.step(ref.state_from_dict(d), ref.num_actions, key))
+        got = env.state_to_dict(env.step(env.state_from_dict(d), env.num_actions, key))
+        for k, v in want.items():
+            np.testing.assert_array_equal(got[k], v, err_msg=f"illegal action, current_player {player}: {k}")
+        assert np.asarray(want["rewards"]).tolist() == [1.0, 1.0], player
