@@ -220,7 +220,7 @@ class Analysis:
         self.spec = spec
         self.callables = {c.name: c for c in spec.callables}
         self._memo: dict[tuple[str, str], bool] = {}
-        self._cost: dict[tuple[str, str], float] = {}
+        self._cost: dict[str, float] = {}
 
     def _direct(self, node: object, what: str) -> bool:
         if what == "draws":
@@ -273,11 +273,10 @@ class Analysis:
         if isinstance(node, ir.ReduceArray):
             return math.inf if node.op == "choice" else 1 + self.cost(node.x) + math.prod(node.x.ty.shape)
         if isinstance(node, ir.CallFn):
-            k = (node.fn, "cost")
-            if k not in self._cost:
-                self._cost[k] = math.inf  # no recursion in specs; keeps this total
-                self._cost[k] = self.cost(self.callables[node.fn].body)
-            return 1 + self.cost(node.args) + self._cost[k]
+            if node.fn not in self._cost:
+                self._cost[node.fn] = math.inf  # no recursion in specs; keeps this total
+                self._cost[node.fn] = self.cost(self.callables[node.fn].body)
+            return 1 + self.cost(node.args) + self._cost[node.fn]
         if isinstance(node, (ir.LetS, ir.ReturnS)):
             return self.cost(node.value)
         if isinstance(node, ir.IfS):
