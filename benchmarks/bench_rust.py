@@ -104,26 +104,26 @@ def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
             pool.reset()
             sides.append(
                 (
-                    {"side": f"envpool {envpool.__version__}", "threads": threads, "peer": True},
+                    {"side": f"envpool {envpool.__version__}", "threads": threads, "ratio_key": "peer_ratio"},
                     python_loop(pool, actions.astype(np.int32)),
                 )
             )
     for threads in (1, 2):
         envs = env.vector_env(n, seed=0, threads=threads)
         envs.reset(seed=0)
-        sides.append(({"side": "envc rust VectorEnv", "threads": threads}, python_loop(envs, actions)))
+        ours = {"side": "envc rust VectorEnv", "threads": threads, "ratio_key": "ratio", "build_s": build_s}
+        sides.append((ours, python_loop(envs, actions)))
     for threads in (1, 2):
         b = env.module._core.Batch(n, threads, {})
-        sides.append(({"side": "envc rust rollout (all in Rust)", "threads": threads}, lambda b=b: b.rollout(steps, 1)))
+        ours = {"side": "envc rust rollout (all in Rust)", "threads": threads, "ratio_key": "ratio"}
+        sides.append((ours, lambda b=b: b.rollout(steps, 1)))
     results = timed_together([fn for _, fn in sides], n * steps, args.repeats)
     gym_sps = results[0]["sps"]
     rows = []
     for (meta, _), r in zip(sides, results):
-        row = {"spec": "cartpole", "batch": n, "build_s": build_s, **meta, **r}
-        if row.pop("peer", False):
-            row["peer_ratio"] = r["sps"] / gym_sps
-        elif meta["side"].startswith("envc"):
-            row["ratio"] = r["sps"] / gym_sps
+        row = {"spec": "cartpole", "batch": n, **meta, **r}
+        if key := row.pop("ratio_key", None):  # envc: "ratio"; envpool: "peer_ratio"; gymnasium: none
+            row[key] = r["sps"] / gym_sps
         rows.append(row)
     return rows
 
