@@ -4,7 +4,8 @@
   and envpool's `make_gymnasium("CartPole-v1", num_envs=1024, batch_size=1024)` (when installed:
   `pip install -e '.[bench]'`): all driven from one Python loop over pre-generated random actions (the peer
   scripts' protocol, ../shared/anchors/peers/bench_gymnasium.py and bench_envpool.py), envc through its
-  gymnasium `VectorEnv` (next-step auto-reset, outputs written in place by Rust, copies returned); plus envc's
+  gymnasium `VectorEnv` (next-step auto-reset, fresh output arrays filled by Rust; a `copy=False` row reuses
+  them); plus envc's
   all-Rust rollout for reference. Ratios are against gymnasium; envpool's own ratio to gymnasium is shown too.
 * connect_four vs pgx on CPU at batch 4096: pgx's jitted `lax.scan` of `vmap(auto_reset(step))` with
   `categorical(log(mask))` actions (bench_jax.py's pgx side, XLA default threading and one XLA thread, each in
@@ -108,10 +109,11 @@ def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
                     python_loop(pool, actions.astype(np.int32)),
                 )
             )
-    for threads in (1, 2):
-        envs = env.vector_env(n, seed=0, threads=threads)
+    for threads, copy in ((1, True), (2, True), (2, False)):
+        envs = env.vector_env(n, seed=0, threads=threads, copy=copy)
         envs.reset(seed=0)
-        ours = {"side": "envc rust VectorEnv", "threads": threads, "ratio_key": "ratio", "build_s": build_s}
+        side = "envc rust VectorEnv" if copy else "envc rust VectorEnv, copy=False"
+        ours = {"side": side, "threads": threads, "ratio_key": "ratio", "build_s": build_s}
         sides.append((ours, python_loop(envs, actions)))
     for threads in (1, 2):
         b = env.module._core.Batch(n, threads, {})

@@ -393,24 +393,25 @@ def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:
             assert reward[i] == s.rewards[0] and term[i] == s.terminated
 
 
-@pytest.mark.parametrize("fan_out_us", ["0", None])
-def test_threads_do_not_change_results(
-    rust_cache: Path, monkeypatch: pytest.MonkeyPatch, fan_out_us: str | None
+@pytest.mark.parametrize("spin_us", ["0", None])
+def test_threads_and_copies_do_not_change_results(
+    rust_cache: Path, monkeypatch: pytest.MonkeyPatch, spin_us: str | None
 ) -> None:
-    """Every call split over the threads (ENVC_FAN_OUT_US=0), or split only when long enough (the default)."""
-    if fan_out_us is not None:
-        monkeypatch.setenv("ENVC_FAN_OUT_US", fan_out_us)
+    """1-3 threads whose workers go back to sleep after every call (ENVC_SPIN_US=0) or stay awake (the default),
+    returning fresh arrays or the same ones (copy=False): the same trace."""
+    if spin_us is not None:
+        monkeypatch.setenv("ENVC_SPIN_US", spin_us)
     env = rust(ROOT / "tests/specs/tcg_mechanics.yaml", rust_cache)
     runs = []
-    for threads in (1, 2, 3):
-        envs = env.vector_env(70, seed=1, threads=threads)
+    for threads, copy in ((1, True), (2, True), (3, True), (2, False)):
+        envs = env.vector_env(70, seed=1, threads=threads, copy=copy)
         obs, info = envs.reset()
         trace = []
         gen = np.random.default_rng(2)
         for _ in range(40):
             a = np.array([gen.choice(np.flatnonzero(m)) for m in info["legal_action_mask"]])
             obs, r, term, _, info = envs.step(a)
-            trace.append((obs["boards"].copy(), r, term, info["rewards"], info["current_player"]))
+            trace.append(tuple(np.copy(x) for x in (obs["boards"], r, term, info["rewards"], info["current_player"])))
         runs.append(trace)
         assert envs.threads == threads
     for other in runs[1:]:
@@ -418,6 +419,19 @@ def test_threads_do_not_change_results(
             for a, b in zip(x, y):
                 np.testing.assert_array_equal(a, b)
     assert env.rollout(64, 30, threads=2)["steps"] == 64 * 30
+
+
+def test_copy_false_reuses_the_arrays_and_copy_true_never_does(rust_cache: Path) -> None:
+    env = rust(ROOT / "specs/cartpole.yaml", rust_cache)
+    shared, fresh = env.vector_env(64, threads=2, copy=False), env.vector_env(64, threads=2)
+    a = np.zeros(64, np.int64)
+    o1, r1, *_ = shared.step(a)
+    o2, r2, *_ = shared.step(a)
+    assert o1 is o2 and r1 is r2
+    f1, g1, *_ = fresh.step(a)
+    f2, g2, *_ = fresh.step(a)
+    assert not np.shares_memory(f1, f2) and not np.shares_memory(g1, g2)
+    np.testing.assert_array_equal(f2, o2)
 
 
 def test_gym_env_passes_gymnasium_env_checker(rust_cache: Path) -> None:

@@ -1,15 +1,14 @@
-//! A batch of independent environments stepped on a rayon thread pool, writing every output in place.
+//! A batch of independent environments stepped by a [`Gang`] of threads, writing every output in place.
 //!
 //! Keys: a sub-environment seeded with `s` has the base key `key_from_seed(s)`; its episode `j` uses
 //! `ek = fold_in(base, j)`, resets with `fold_in(ek, 0)` and steps with `fold_in(fold_in(ek, 1), t)` for its
 //! `t`-th step (t = 1, 2, ...). A spec whose effects and rules never draw derives no step key at all.
 //! `reset(seed)` seeds sub-environment `i` with `seed + i`, as gymnasium's vector envs do.
 
-use std::time::Instant;
-
-use rayon::ThreadPool;
+use std::sync::Mutex;
 
 use crate::env::{finish, step, Action, Env, ObsRows};
+use crate::gang::Gang;
 use crate::rng::{fold_in, key_from_seed, Key, Wyrand};
 
 /// Actions for the whole batch: one id per env, or `ACTION_SIZE` floats per env.
@@ -93,7 +92,9 @@ impl<E: Env> Slot<E> {
     fn restart(&mut self, prm: &E::Params) {
         let ek = fold_in(self.base, self.episode);
         self.episode = self.episode.wrapping_add(1);
-        self.stream = fold_in(ek, 1);
+        if E::STEP_DRAWS {
+            self.stream = fold_in(ek, 1);
+        }
         self.t = 0;
         self.done = false;
         self.st = E::fresh();
@@ -148,47 +149,11 @@ impl RolloutStats {
 /// Below this many envs per thread a batch is stepped on fewer threads (the hand-off would cost more).
 const MIN_ENVS_PER_THREAD: usize = 32;
 
-/// A call whose work would take one thread less than this many nanoseconds (`ENVC_FAN_OUT_US` microseconds
-/// when that variable is set, read when a batch is made) runs on the calling thread alone:
-/// waking the pool's threads (idle vCPUs, between Python calls) cost 25-200 us on the 2-vCPU VMs we measure
-/// on, more than splitting such a call saves (cartpole, 1024 envs: ~45 us alone, up to ~200 us on 2 threads;
-/// 8192 envs: ~310 us alone, ~350 us on 2 threads).
-const MIN_FAN_OUT_NS: f64 = 500_000.0;
-
-/// `num_envs` sub-environments and the threads that step them: the calling thread plus a pool of `threads - 1`.
+/// `num_envs` sub-environments and the threads that step them (see [`Gang`]).
 pub struct Batch<E: Env> {
     pub prm: E::Params,
     slots: Vec<Slot<E>>,
-    pool: Option<ThreadPool>,
-    threads: usize,
-    /// Running estimate of one thread's nanoseconds per unit of work (env step or reset); 0 until measured.
-    unit_ns: f64,
-    /// Calls estimated to take one thread less than this run on the calling thread alone.
-    fan_out_ns: f64,
-}
-
-/// Run `leaf` on `parts` pieces of `(slots, out)`: the last `parts - 1` are spawned on the pool, the first runs
-/// on the calling thread, which then waits. Spawning into a live scope costs a few hundred nanoseconds while
-/// the pool's threads still spin from the previous call, unlike `install`, which parks the caller.
-fn fan_out<'s, S: Send, O: Send + 's, R: Send + Default>(
-    scope: &rayon::Scope<'s>,
-    slots: &'s mut [S],
-    out: O,
-    parts: usize,
-    results: &'s mut [R],
-    split: &'s (impl Fn(O, usize) -> (O, O) + Sync),
-    leaf: &'s (impl Fn(&mut [S], O) -> R + Sync),
-) {
-    if parts <= 1 {
-        results[0] = leaf(slots, out);
-        return;
-    }
-    let mid = slots.len() * (parts - 1) / parts;
-    let (head, tail) = slots.split_at_mut(mid);
-    let (o_head, o_tail) = split(out, mid);
-    let (r_head, r_tail) = results.split_at_mut(parts - 1);
-    scope.spawn(move |_| r_tail[0] = leaf(tail, o_tail));
-    fan_out(scope, head, o_head, parts - 1, r_head, split, leaf);
+    gang: Gang,
 }
 
 impl<E: Env> Batch<E> {
@@ -199,31 +164,11 @@ impl<E: Env> Batch<E> {
         }
         let threads =
             threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        if threads == 0 {
-            return Err("threads must be at least 1".into());
-        }
-        let pool = if threads > 1 {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads - 1)
-                    .thread_name(|i| format!("envc-{i}"))
-                    .build()
-                    .map_err(|e| e.to_string())?,
-            )
-        } else {
-            None
-        };
         let slots = (0..num_envs).map(Slot::new).collect();
         Ok(Batch {
             prm,
             slots,
-            pool,
-            threads,
-            unit_ns: 0.0,
-            fan_out_ns: std::env::var("ENVC_FAN_OUT_US")
-                .ok()
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .map_or(MIN_FAN_OUT_NS, |us| us * 1000.0),
+            gang: Gang::new(threads)?,
         })
     }
 
@@ -232,7 +177,7 @@ impl<E: Env> Batch<E> {
     }
 
     pub fn threads(&self) -> usize {
-        self.threads
+        self.gang.threads()
     }
 
     /// The state of sub-environment `i`.
@@ -240,44 +185,43 @@ impl<E: Env> Batch<E> {
         &self.slots[i].st
     }
 
-    /// Run `leaf` over the slots, fanned out to the pool when the call is long enough to gain from it: `units`
-    /// is the call's work in env steps, timed to keep `unit_ns` current. Results never depend on the split.
+    /// Run `leaf` over the slots split into one contiguous part per thread (`split(out, n)` cuts `out` after
+    /// `n` rows), merging the parts' results in order. Results never depend on the split.
     fn run<O: Send, R: Send + Default>(
         &mut self,
-        units: usize,
         out: O,
-        split: impl Fn(O, usize) -> (O, O) + Sync,
+        split: impl Fn(O, usize) -> (O, O),
         leaf: impl Fn(&E::Params, &mut [Slot<E>], O) -> R + Sync,
         merge: impl Fn(R, R) -> R,
     ) -> R {
-        let prm = &self.prm;
-        let leaf = |s: &mut [Slot<E>], o: O| leaf(prm, s, o);
-        let mut parts = self
-            .threads
-            .min(self.slots.len() / MIN_ENVS_PER_THREAD)
-            .max(1);
-        if self.unit_ns * (units as f64) < self.fan_out_ns {
-            parts = 1; // unmeasured (the first call) or short: the calling thread alone
+        let n = self.slots.len();
+        let parts = self.gang.threads().min(n / MIN_ENVS_PER_THREAD).max(1);
+        if parts == 1 {
+            return leaf(&self.prm, &mut self.slots, out);
         }
-        let start = Instant::now();
-        let result = match &self.pool {
-            Some(pool) if parts > 1 => {
-                let mut results: Vec<R> = (0..parts).map(|_| R::default()).collect();
-                let slots = &mut self.slots[..];
-                let res = &mut results[..];
-                pool.in_place_scope(|scope| fan_out(scope, slots, out, parts, res, &split, &leaf));
-                results.into_iter().reduce(merge).unwrap_or_default()
+        let mut pieces = Vec::with_capacity(parts);
+        let (mut slots, mut out, mut start) = (&mut self.slots[..], out, 0);
+        for p in 1..parts {
+            let end = n * p / parts;
+            let (head, tail) = slots.split_at_mut(end - start);
+            let (o_head, o_tail) = split(out, end - start);
+            pieces.push(Mutex::new(Some((head, o_head))));
+            (slots, out, start) = (tail, o_tail, end);
+        }
+        pieces.push(Mutex::new(Some((slots, out))));
+        let results: Vec<Mutex<R>> = (0..parts).map(|_| Mutex::new(R::default())).collect();
+        let prm = &self.prm;
+        self.gang.run(parts, &|p| {
+            let piece = pieces[p].lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some((slots, out)) = piece {
+                *results[p].lock().unwrap_or_else(|e| e.into_inner()) = leaf(prm, slots, out);
             }
-            _ => leaf(&mut self.slots, out),
-        };
-        // One thread's cost of this call, counted as if the parts had been run one after the other.
-        let measured = start.elapsed().as_nanos() as f64 * parts as f64 / units.max(1) as f64;
-        self.unit_ns = if self.unit_ns == 0.0 {
-            measured
-        } else {
-            0.8 * self.unit_ns + 0.2 * measured
-        };
-        result
+        });
+        results
+            .into_iter()
+            .map(|r| r.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .reduce(merge)
+            .unwrap_or_default()
     }
 
     /// Reset every sub-environment: `seed` reseeds them (`seed + i`), `None` starts their next episodes.
@@ -288,7 +232,6 @@ impl<E: Env> Batch<E> {
             }
         }
         self.run(
-            self.slots.len(),
             out,
             |o, n| o.split_rows::<E>(n),
             |prm, slots, mut out| {
@@ -310,7 +253,6 @@ impl<E: Env> Batch<E> {
             Actions::Box(_) => E::ACTION_SIZE,
         };
         self.run(
-            self.slots.len(),
             (actions, out),
             |(a, o), n| {
                 let (a1, a2) = match a {
@@ -357,7 +299,6 @@ impl<E: Env> Batch<E> {
     pub fn rollout(&mut self, steps: usize, seed: u64, low: f32, high: f32) -> RolloutStats {
         let a = E::NUM_ACTIONS;
         self.run(
-            self.slots.len() * steps,
             (),
             |_, _| ((), ()),
             |prm, slots, ()| {

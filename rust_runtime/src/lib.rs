@@ -4,11 +4,13 @@
 //!   and to the reference interpreter (`envc.rng`);
 //! * [`ops`]: the language's value semantics (wrapping integers, floor division, index fallbacks, f32 math);
 //! * [`env`]: the [`env::Env`] trait a generated crate implements and the step protocol around it;
-//! * [`batch`]: a rayon batch driver writing observations, rewards and masks in place;
+//! * [`batch`]: a batch driver writing observations, rewards and masks in place, on a [`gang`] of rayon threads
+//!   kept awake between calls;
 //! * `py` (feature `python`): pyo3 + rust-numpy glue for the generated extension modules.
 
 pub mod batch;
 pub mod env;
+pub mod gang;
 pub mod ops;
 #[cfg(feature = "python")]
 pub mod py;
