@@ -5,8 +5,8 @@
   `pip install -e '.[bench]'`): all driven from one Python loop over pre-generated random actions (the peer
   scripts' protocol, ../shared/anchors/peers/bench_gymnasium.py and bench_envpool.py), envc through its
   gymnasium `VectorEnv` (next-step auto-reset, fresh output arrays filled by Rust; a `copy=False` row reuses
-  them); plus envc's
-  all-Rust rollout for reference. Ratios are against gymnasium; envpool's own ratio to gymnasium is shown too.
+  them); plus envc's all-Rust rollout for reference. Ratios are against gymnasium; envpool's own ratio to
+  gymnasium is shown too.
 * connect_four vs pgx on CPU at batch 4096: pgx's jitted `lax.scan` of `vmap(auto_reset(step))` with
   `categorical(log(mask))` actions (bench_jax.py's pgx side, XLA default threading and one XLA thread, each in
   its own process) against envc's all-Rust rollout (random legal actions, same-step auto-reset).
