@@ -27,6 +27,7 @@ SPECS = sorted(
         *(ROOT / "specs").glob("*.yaml"),
         *(ROOT / "docs" / "examples").glob("*.yaml"),
         ROOT / "tests/specs/tcg_mechanics.yaml",
+        ROOT / "tests/specs/thruster.yaml",
     ]
 )
 
@@ -365,6 +366,44 @@ def test_vector_env_equals_gymnasium_sync_vector_env(rust_cache: Path) -> None:
             done += int(np.sum(t1 | u1))
         assert done > 3
         assert isinstance(ours, gym.vector.VectorEnv) and ours.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+
+
+@pytest.mark.parametrize("name", ["specs/cartpole.yaml", "tests/specs/thruster.yaml"])
+def test_lane_kernel_steps_exactly_like_one_state_at_a_time(name: str, rust_cache: Path) -> None:
+    """A spec with a lane kernel: its VectorEnv (chunks of LANES envs through the kernel, a scalar tail per
+    thread) against gymnasium's SyncVectorEnv over the one-state Env, bit for bit, with restarts, illegal and
+    out-of-range ids falling inside the chunks."""
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    from envc.lower_rust.emit import Analysis
+    from envc.lower_rust.lanes import plan
+
+    env = rust(ROOT / name, rust_cache)
+    assert plan(env.spec, Analysis(env.spec)) is not None
+    assert "const LANE_KERNEL: bool = true;" in render(env.spec, "", "lanes_probe")["src/env.rs"]
+    n = 21  # two threads: parts of 10 and 11 envs, so one chunk of 8 each and a tail
+    ours = env.vector_env(n, threads=2)
+    theirs = SyncVectorEnv([env.gym_env for _ in range(n)], autoreset_mode=AutoresetMode.NEXT_STEP)
+    o1, i1 = ours.reset(seed=7)
+    o2, i2 = theirs.reset(seed=7)
+    np.testing.assert_array_equal(o1, o2)
+    gen = np.random.default_rng(3)
+    ends = illegal = 0
+    for _ in range(250):
+        a = (
+            gen.integers(-1, env.spec.num_actions + 1, size=n)
+            if gen.random() < 0.2
+            else gen.integers(0, env.spec.num_actions, size=n)
+        )
+        illegal += int(
+            sum(not (0 <= x < env.spec.num_actions and i1["legal_action_mask"][i][x]) for i, x in enumerate(a))
+        )
+        o1, r1, t1, u1, i1 = ours.step(a)
+        o2, r2, t2, u2, i2 = theirs.step(a)
+        for x, y in ((o1, o2), (r1, r2), (t1, t2), (u1, u2), (i1["legal_action_mask"], i2["legal_action_mask"])):
+            np.testing.assert_array_equal(x, y)
+        ends += int(np.sum(t1 | u1))
+    assert ends > 20 and illegal > 20
 
 
 def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:

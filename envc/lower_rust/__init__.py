@@ -20,6 +20,7 @@ import jinja2
 
 from envc import __version__, ir
 from envc.ir import DType
+from envc.lower_rust import lanes
 from envc.lower_rust.emit import (
     ARRAY_KIND,
     RUST,
@@ -57,7 +58,7 @@ class Function:
     ret: str
     body: list[str]
     doc: list[str]
-    inline: bool = True
+    inline: str = "inline"  # the `#[...]` attribute, or "" for none
     public: bool = False
 
 
@@ -68,6 +69,7 @@ class Lowering:
         self.spec = spec
         self.names = Names()
         self.an = Analysis(spec)
+        self.lane_plan = lanes.plan(spec, self.an)
         self.names.reserve("item", "Spec")
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.functions: list[Function] = []
@@ -123,10 +125,13 @@ class Lowering:
         extra: list[str] | None = None,
         ranges: dict[str, tuple[int, int]] | None = None,
         action: bool = False,
+        hoist: bool = False,
     ) -> Function:
         em = self.emitter()
         key = self.an.draws(stmts)
         ctx = Ctx("key" if key else None, dict(ranges or {}), action=action)
+        if hoist:
+            em.hoist_draws(stmts, ctx)
         em.block(stmts, ctx)
         args = self.sig(stmts, True, key) + (extra or [])
         return Function(name, ", ".join(args), "", em.lines, [f"/// {doc}"])
@@ -330,7 +335,9 @@ class Lowering:
     def all_functions(self) -> list[Function]:
         spec = self.spec
         self.callables()
-        self.functions.append(self.writer("reset", spec.reset, "The reset body (fields start at their `init` values)."))
+        self.functions.append(
+            self.writer("reset", spec.reset, "The reset body (fields start at their `init` values).", hoist=True)
+        )
         if not self.an.draws(spec.reset):
             f = self.functions[-1]
             self.functions[-1] = Function(f.name, f.args + ", _key: Key", "", f.body, f.doc)
@@ -350,7 +357,66 @@ class Lowering:
         self.functions.append(self.expr_fn("is_truncated", spec.truncated, ir.BOOL, "Has the episode been cut off?"))
         self.functions.append(self.observe())
         self.functions.append(self.invariants())
+        self.functions += self.lane_functions()
         return self.functions
+
+    def lane_functions(self) -> list[Function]:
+        """The lane kernel and its gather/scatter wrapper (see `lanes`), when the spec qualifies."""
+        p = self.lane_plan
+        if p is None:
+            return []
+        a = p.kind
+        code = (a.effect, *(r.when for r in p.rules), *(r.body for r in p.rules))
+        used = [(j, q) for j, q in enumerate(a.params) if Analysis.mentions(code, {q.name})]
+        em = lanes.LaneEmitter(self.spec, self.names, self.an, tuple(q.name for _, q in used))
+        ctx = Ctx(None, {q.name: (q.start, q.stop) for q in a.params})
+        for s in a.effect:
+            em.top(s, ctx)
+        for r in p.rules:
+            em.line(f"// rule {r.name}")
+            if lanes.always(r):
+                for s in r.body:
+                    em.top(s, ctx)
+            else:
+                em.top(ir.IfS(cond=r.when, then=r.body, span=r.when.span), ctx)
+        args = ["ln: &mut Lanes", "prm: &Params" if self.an.uses(code, "params") else "_prm: &Params"]
+        args += [f"{self.local(q.name)}: &[{self.ty(q.ty)}; LANES]" for _, q in used]
+        kernel = Function(
+            "lane_kernel",
+            ", ".join(args),
+            "",
+            em.lines,
+            [
+                f"/// Effect of `{a.name}` then the rules on every lane, one statement at a time over all lanes.",
+                "/// Not inlined: inside the batch loop LLVM would no longer vectorize the lane arrays.",
+            ],
+            inline="inline(never)",
+        )
+        local = f"(ids[l] - {a.offset})" if a.offset else "ids[l]"
+        values = self.decode(a, local)
+        body = ["    let mut ln = Lanes::default();"]
+        body += [f"    let mut {self.local(q.name)} = [0{self.ty(q.ty)}; LANES];" for _, q in used]
+        body.append("    for (l, st) in sts.iter().enumerate() {")
+        for f in p.fields:
+            name = self.names.get("field", f.name)
+            body.append(f"        ln.{name}[l] = st.{name};")
+        body += [f"        {self.local(q.name)}[l] = {values[j]};" for j, q in used]
+        body.append("    }")
+        call = ["&mut ln", "prm", *(f"&{self.local(q.name)}" for _, q in used)]
+        body.append(f"    lane_kernel({', '.join(call)});")
+        body.append("    for (l, st) in sts.iter_mut().enumerate() {")
+        for f in p.writes:
+            name = self.names.get("field", f.name)
+            body.append(f"        st.{name} = ln.{name}[l];")
+        body.append("    }")
+        wrapper = Function(
+            "apply_lanes",
+            "sts: &mut [&mut State; LANES], prm: &Params, ids: &[usize; LANES]",
+            "",
+            body,
+            ["/// `apply_action` then `apply_rules` on `LANES` states at once (ids in range and legal)."],
+        )
+        return [kernel, wrapper]
 
     # ---- declarations -------------------------------------------------------
     def value(self, v: bool | int | float, ty: ir.Ty) -> str:
@@ -464,6 +530,9 @@ class Lowering:
             "step_count": self.names.get("field", "step_count"),
             "current_player": self.names.get("field", "current_player"),
             "rust_str": rust_str,
+            "lanes": None
+            if self.lane_plan is None
+            else [(self.names.get("field", f.name), self.ty(f.ty)) for f in self.lane_plan.fields],
         }
 
 

@@ -51,7 +51,8 @@ INTERNAL = frozenset(
     "std core alloc Some None Ok Err Option Result Vec Box String Default Clone Copy Send Sync Sized Drop Fn FnMut "
     "FnOnce Iterator IntoIterator Into From Eq PartialEq Ord PartialOrd ToString ToOwned AsRef AsMut Debug "
     "fresh reset apply_rules apply_action is_legal legal_mask reward is_terminated is_truncated observe invariants "
-    "effect_box main i8 i16 i32 i64 u8 u16 u32 u64 usize isize f32 f64 bool char str".split()
+    "effect_box Lanes lane_kernel apply_lanes LANES ln l ids sts "
+    "main i8 i16 i32 i64 u8 u16 u32 u64 usize isize f32 f64 bool char str".split()
 )
 
 
@@ -308,6 +309,15 @@ class Analysis:
         return out
 
 
+def _uniform_draws(e: object) -> list[ir.Random]:
+    """The `uniform` draws of an expression evaluated with its function's key (not inside reductions or calls)."""
+    if isinstance(e, ir.Random):
+        return [e] if e.dist == "uniform" else []
+    if isinstance(e, (ir.Reduce, ir.ReduceArray, ir.CallFn, ir.ZoneFind)) or not isinstance(e, ir._Expr):
+        return []
+    return [d for k in type(e).model_fields if k not in ("ty", "span") for d in _uniform_draws(getattr(e, k))]
+
+
 def assigned_locals(stmts: tuple[ir.Stmt, ...]) -> set[str]:
     """Locals that these statements assign (so their `let` must be `mut`)."""
     out: set[str] = set()
@@ -349,6 +359,7 @@ class Emitter:
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.enum_info = {e.name: e for e in spec.enums}
         self.callables = analysis.callables
+        self.hoisted: dict[int, str] = {}  # draw site -> the bits derived up front (`hoist_draws`)
 
     # ---- output --------------------------------------------------------
     def line(self, text: str) -> None:
@@ -569,6 +580,8 @@ class Emitter:
         k = self.key_of(e.site, ctx)
         if e.dist == "uniform":
             lo, hi = (self.typed(a, ir.F32, ctx) for a in e.args)
+            if e.site in self.hoisted:
+                return f"rng::uniform_from({self.hoisted[e.site]}, {lo}, {hi})"
             return f"rng::uniform({k}, {lo}, {hi})"
         if e.dist == "randint":
             lo, hi = (f"i64::from({self.expr(a, ctx)})" for a in e.args)
@@ -670,6 +683,22 @@ class Emitter:
         return f"ops::{op}_of({it}.enumerate().map(|(i, x)| (i as i32, x)))"
 
     # ---- statements ----------------------------------------------------
+    def hoist_draws(self, stmts: tuple[ir.Stmt, ...], ctx: Ctx) -> None:
+        """Derive the bits of the `uniform` draws in top-level `let`s and assignments up front, in one loop over
+        their sites that vectorizes: threefry is most of a restart's cost, and the draws' keys depend only on
+        the body's key and their sites. Bodies with fewer than two such draws are left alone."""
+        sites = [d.site for s in stmts if isinstance(s, (ir.LetS, ir.Assign)) for d in _uniform_draws(s.value)]
+        if len(sites) < 2 or ctx.key is None:
+            return
+        at = self.fresh("sites")
+        draws = self.fresh("draws")
+        self.line(f"let {at}: [u32; {len(sites)}] = [{', '.join(f'{x}u32' for x in sites)}];")
+        self.line(f"let mut {draws} = [0u32; {len(sites)}];")
+        self.line(f"for i in 0..{len(sites)} {{")
+        self.line(f"    {draws}[i] = rng::bits_scalar(rng::fold_in({ctx.key}, {at}[i]));")
+        self.line("}")
+        self.hoisted = {x: f"{draws}[{i}]" for i, x in enumerate(sites)}
+
     def block(self, stmts: tuple[ir.Stmt, ...], ctx: Ctx) -> None:
         skip = False
         for i, s in enumerate(stmts):

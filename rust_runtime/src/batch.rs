@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use crate::env::{finish, step, Action, Env, ObsRows};
+use crate::env::{admit, conclude, finish, step, Action, Env, ObsRows, LANES};
 use crate::gang::Gang;
 use crate::rng::{fold_in, key_from_seed, Key, Wyrand};
 
@@ -270,7 +270,23 @@ impl<E: Env> Batch<E> {
             },
             |prm, slots, (actions, mut out)| {
                 let mut obs = E::Obs::default();
-                for (i, slot) in slots.iter_mut().enumerate() {
+                let mut start = 0;
+                if let (true, false, Actions::Discrete(ids)) =
+                    (E::LANE_KERNEL, E::STEP_DRAWS, actions)
+                {
+                    start = slots.len() / LANES * LANES;
+                    for (c, chunk) in slots.chunks_exact_mut(LANES).enumerate() {
+                        step_lanes::<E, R>(
+                            prm,
+                            chunk,
+                            &ids[c * LANES..],
+                            &mut out,
+                            c * LANES,
+                            &mut obs,
+                        );
+                    }
+                }
+                for (i, slot) in slots.iter_mut().enumerate().skip(start) {
                     if slot.done {
                         slot.restart(prm);
                         write_row::<E, R>(prm, slot, &mut out, i, None, &mut obs);
@@ -354,6 +370,66 @@ impl<E: Env> Batch<E> {
             },
             RolloutStats::merge,
         )
+    }
+}
+
+/// [`Batch::step`] for the `LANES` slots of `chunk` (rows `first..`) with the spec's lane kernel: slots that
+/// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call (a restarting
+/// lane computes on a spare state whose result is dropped).
+#[inline]
+fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
+    prm: &E::Params,
+    chunk: &mut [Slot<E>],
+    ids: &[i64],
+    out: &mut Out<'_, R>,
+    first: usize,
+    obs: &mut E::Obs,
+) {
+    let p = E::NUM_PLAYERS;
+    let mut legal = [None; LANES];
+    let mut acting = [0i32; LANES];
+    for (l, slot) in chunk.iter_mut().enumerate() {
+        let i = first + l;
+        if slot.done {
+            slot.restart(prm);
+            write_row::<E, R>(prm, slot, out, i, None, obs);
+            continue;
+        }
+        acting[l] = E::current_player(&slot.st);
+        slot.step_key();
+        legal[l] = admit::<E>(
+            &mut slot.st,
+            prm,
+            ids[l],
+            &mut out.rewards[i * p..(i + 1) * p],
+        );
+        if legal[l].is_none() {
+            slot.done = true;
+            out.terminated[i] = true;
+            out.truncated[i] = false;
+            write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+        }
+    }
+    let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
+    {
+        let mut lanes = chunk.iter_mut().zip(spare.iter_mut()).zip(legal);
+        let mut sts: [&mut E::State; LANES] = std::array::from_fn(|_| match lanes.next() {
+            Some(((slot, _), Some(_))) => &mut slot.st,
+            Some(((_, sp), None)) => sp,
+            None => unreachable!("a chunk holds LANES slots"),
+        });
+        E::apply_lanes(&mut sts, prm, &legal.map(|id| id.unwrap_or(0)));
+    }
+    for (l, slot) in chunk.iter_mut().enumerate() {
+        if legal[l].is_none() {
+            continue;
+        }
+        let i = first + l;
+        let (term, trunc) = conclude::<E>(&slot.st, prm, &mut out.rewards[i * p..(i + 1) * p]);
+        slot.done = term || trunc;
+        out.terminated[i] = term;
+        out.truncated[i] = trunc;
+        write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
     }
 }
 

@@ -4,6 +4,9 @@
 
 use crate::rng::Key;
 
+/// States a lane kernel ([`Env::apply_lanes`]) steps at once: eight f32 lanes fill an AVX register.
+pub const LANES: usize = 8;
+
 /// Element type of a storage array, as numpy names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DType {
@@ -120,6 +123,17 @@ pub trait Env: Send + Sync + 'static {
     fn apply(st: &mut Self::State, prm: &Self::Params, key: Key, id: usize);
     /// Run the continuous action's effect.
     fn apply_box(_st: &mut Self::State, _prm: &Self::Params, _key: Key, _action: &[f32]) {}
+    /// Whether [`Env::apply_lanes`] is a lane kernel (the effects and rules lowered to run `LANES` states in
+    /// SIMD lanes) rather than the default loop; only for specs whose effects and rules never draw.
+    const LANE_KERNEL: bool = false;
+    /// Effect of the (in range, legal) ids `ids` then the rules, on `LANES` states at once: exactly what
+    /// `apply` then `rules` do to each.
+    fn apply_lanes(sts: &mut [&mut Self::State; LANES], prm: &Self::Params, ids: &[usize; LANES]) {
+        for (st, &id) in sts.iter_mut().zip(ids) {
+            Self::apply(st, prm, [0, 0], id);
+            Self::rules(st, prm, [0, 0]);
+        }
+    }
     /// The automatic rules, in order.
     fn rules(st: &mut Self::State, prm: &Self::Params, key: Key);
     /// Reward of player `p` for the last transition.
@@ -150,24 +164,49 @@ pub fn step<E: Env>(
     key: Key,
     rewards: &mut [f32],
 ) -> (bool, bool) {
-    let count = E::step_count(st);
-    *count = count.wrapping_add(1);
     match action {
         Action::Discrete(a) => {
-            if a < 0 || a >= E::NUM_ACTIONS as i64 || !E::is_legal(st, prm, a as usize) {
-                let pen = E::ILLEGAL_ACTION_PENALTY;
-                rewards.fill(-pen * (E::NUM_PLAYERS as f32 - 1.0));
-                let cp = E::current_player(st);
-                if cp >= 0 && (cp as usize) < E::NUM_PLAYERS {
-                    rewards[cp as usize] = pen;
-                }
+            let Some(id) = admit::<E>(st, prm, a, rewards) else {
                 return (true, false);
-            }
-            E::apply(st, prm, key, a as usize);
+            };
+            E::apply(st, prm, key, id);
         }
-        Action::Box(v) => E::apply_box(st, prm, key, v),
+        Action::Box(v) => {
+            let count = E::step_count(st);
+            *count = count.wrapping_add(1);
+            E::apply_box(st, prm, key, v);
+        }
     }
     E::rules(st, prm, key);
+    conclude::<E>(st, prm, rewards)
+}
+
+/// The start of [`step`] for action id `a`: counts the step and returns the id if it is in range and legal;
+/// otherwise fills `rewards` with the illegal-action penalty (the episode then ends, terminated).
+#[inline]
+pub fn admit<E: Env>(
+    st: &mut E::State,
+    prm: &E::Params,
+    a: i64,
+    rewards: &mut [f32],
+) -> Option<usize> {
+    let count = E::step_count(st);
+    *count = count.wrapping_add(1);
+    if a >= 0 && a < E::NUM_ACTIONS as i64 && E::is_legal(st, prm, a as usize) {
+        return Some(a as usize);
+    }
+    let pen = E::ILLEGAL_ACTION_PENALTY;
+    rewards.fill(-pen * (E::NUM_PLAYERS as f32 - 1.0));
+    let cp = E::current_player(st);
+    if cp >= 0 && (cp as usize) < E::NUM_PLAYERS {
+        rewards[cp as usize] = pen;
+    }
+    None
+}
+
+/// The end of [`step`], after the effect and the rules: fills `rewards`, returns `(terminated, truncated)`.
+#[inline]
+pub fn conclude<E: Env>(st: &E::State, prm: &E::Params, rewards: &mut [f32]) -> (bool, bool) {
     for (p, r) in rewards.iter_mut().enumerate() {
         *r = E::reward(st, prm, p as i32);
     }

@@ -88,7 +88,13 @@ fn unit(bits: u32) -> f32 {
 /// `max(lo, fma(f, hi - lo, lo))`, NaN results give `lo`.
 #[inline]
 pub fn uniform(key: Key, lo: f32, hi: f32) -> f32 {
-    let f = unit(bits_scalar(key));
+    uniform_from(bits_scalar(key), lo, hi)
+}
+
+/// [`uniform`] of the key whose `bits_scalar` is `bits`.
+#[inline]
+pub fn uniform_from(bits: u32, lo: f32, hi: f32) -> f32 {
+    let f = unit(bits);
     let span = hi - lo;
     let v = f.mul_add(span, lo);
     if v > lo {

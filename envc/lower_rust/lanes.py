@@ -1,0 +1,156 @@
+"""The lane kernel: a spec's action effect and rules run on `LANES` states at once, so arithmetic vectorizes.
+
+A spec qualifies when it has one discrete action kind whose effect, like every rule, never draws, reads and writes
+only scalar state fields, calls no spec function and does f32 arithmetic (the physics of classic control). The
+touched fields are gathered into `Lanes`, a struct of one array per field; every top-level statement becomes a
+loop over the lanes; the written fields are scattered back. Each lane runs exactly the scalar operations of
+`apply_action` then `apply_rules`, in order, and Rust never fuses or reassociates f32 operations, so results are
+bit for bit those of the scalar path. The kernel is `#[inline(never)]`: inlined into the batch loop, LLVM's SLP
+vectorizer no longer sees the lane arrays as whole vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envc import ir
+from envc.ir import DType
+from envc.lower_rust.emit import RUST, Analysis, Ctx, Emitter, Names
+
+
+@dataclass(frozen=True)
+class LanePlan:
+    """What the lane kernel covers: the action kind, the rules, and the fields read and written."""
+
+    kind: ir.ActionKind
+    rules: tuple[ir.RuleInfo, ...]
+    fields: tuple[ir.FieldInfo, ...]  # read or written: gathered into the lanes
+    writes: tuple[ir.FieldInfo, ...]  # scattered back
+
+
+def plan(spec: ir.SpecIR, an: Analysis) -> LanePlan | None:
+    """The lane kernel of `spec`, or None when it does not qualify."""
+    if spec.box is not None or len(spec.actions) != 1:
+        return None
+    kind = spec.actions[0]
+    code = (kind.effect, *(r.when for r in spec.rules), *(r.body for r in spec.rules))
+    if an.draws(code):
+        return None
+    scalar = {f.name: f for f in spec.fields if not f.ty.shape}
+    lets: dict[str, DType] = {p.name: p.ty.dtype for p in kind.params}
+    top = kind.effect + tuple(s for r in spec.rules if always(r) for s in r.body)
+    nested = tuple(ir.IfS(cond=r.when, then=r.body, span=r.when.span) for r in spec.rules if not always(r))
+    if not all(_stmt(s, scalar, lets, True) for s in top + nested):
+        return None
+    if not _arith(code):
+        return None
+    writes = _fields(code, scalar, ir.Target)
+    if not writes:
+        return None
+    order = [f for f in spec.fields if f.name in writes | _fields(code, scalar, ir.Read)]
+    return LanePlan(kind, spec.rules, tuple(order), tuple(f for f in order if f.name in writes))
+
+
+def always(r: ir.RuleInfo) -> bool:
+    """Does rule `r` fire on every step (`when: true`)?"""
+    return isinstance(r.when, ir.Lit) and r.when.value is True
+
+
+def _expr(e: ir.Expr, scalar: dict[str, ir.FieldInfo]) -> bool:
+    if isinstance(e, (ir.Lit, ir.Param, ir.Local)):
+        return True
+    if isinstance(e, ir.Read):
+        if e.space == "state":
+            return e.name in scalar and not e.index
+        return e.space == "const" and all(_expr(i, scalar) for i in e.index)
+    if isinstance(e, ir.Unary):
+        return _expr(e.x, scalar)
+    if isinstance(e, ir.Binary):
+        return _expr(e.a, scalar) and _expr(e.b, scalar)
+    if isinstance(e, ir.Cast):
+        return _expr(e.x, scalar)
+    if isinstance(e, ir.Select):
+        return _expr(e.cond, scalar) and _expr(e.a, scalar) and _expr(e.b, scalar)
+    if isinstance(e, ir.Math):
+        return all(_expr(a, scalar) for a in e.args)
+    return False  # reductions, draws, calls and zone searches stay on the scalar path
+
+
+def _stmt(s: ir.Stmt, scalar: dict[str, ir.FieldInfo], lets: dict[str, DType], top: bool) -> bool:
+    """Whether `s` has a lane form; `lets` (locals declared at the top, with their types) grows as it goes."""
+    if isinstance(s, ir.LetS):
+        # A `let` is a lane array, so only at the top level, and a re-`let` must keep the array's type.
+        if not top or s.value.ty.shape or lets.get(s.name, s.value.ty.dtype) is not s.value.ty.dtype:
+            return False
+        ok = _expr(s.value, scalar)
+        lets[s.name] = s.value.ty.dtype
+        return ok
+    if isinstance(s, ir.Assign):
+        t = s.target
+        if t.index or t.ty.shape:
+            return False
+        if t.space == "local":
+            return t.name in lets and _expr(s.value, scalar)
+        return t.space == "state" and t.name in scalar and _expr(s.value, scalar)
+    if isinstance(s, ir.IfS):
+        return _expr(s.cond, scalar) and all(_stmt(x, scalar, lets, False) for x in s.then + s.orelse)
+    return False
+
+
+def _arith(node: object) -> bool:
+    """Does this code do f32 arithmetic (what lanes speed up)?"""
+    if isinstance(node, tuple):
+        return any(_arith(x) for x in node)
+    if isinstance(node, ir.Binary) and node.ty.dtype is DType.F32 and node.op in ("+", "-", "*", "/"):
+        return True
+    if not isinstance(node, (ir._Expr, ir._Stmt, ir.Target)):
+        return False
+    return any(_arith(getattr(node, k)) for k in type(node).model_fields if k not in ("ty", "span"))
+
+
+def _fields(node: object, scalar: dict[str, ir.FieldInfo], cls: type) -> set[str]:
+    """The state fields this code reads (`cls` Read) or writes (`cls` Target)."""
+    if isinstance(node, tuple):
+        return set().union(*(_fields(x, scalar, cls) for x in node)) if node else set()
+    out: set[str] = set()
+    if isinstance(node, cls) and node.space == "state" and node.name in scalar:  # type: ignore[attr-defined]
+        out.add(node.name)  # type: ignore[attr-defined]
+    if isinstance(node, (ir._Expr, ir._Stmt, ir.Target)):
+        for k in type(node).model_fields:
+            if k not in ("ty", "span"):
+                out |= _fields(getattr(node, k), scalar, cls)
+    return out
+
+
+class LaneEmitter(Emitter):
+    """Emits the kernel body: state fields are `ln.<field>[l]`, top-level locals lane arrays `<local>[l]`."""
+
+    def __init__(self, spec: ir.SpecIR, names: Names, analysis: Analysis, params: tuple[str, ...]):
+        super().__init__(spec, names, analysis)
+        self.lanes: set[str] = set(params)
+
+    def local(self, name: str) -> str:
+        ident = super().local(name)
+        return f"{ident}[l]" if name in self.lanes else ident
+
+    def storage(self, space: str, name: str) -> str:
+        return f"ln.{self.field(name)}[l]" if space == "state" else super().storage(space, name)
+
+    def top(self, s: ir.Stmt, ctx: Ctx) -> None:
+        """One top-level statement, run over every lane."""
+        if isinstance(s, ir.LetS):
+            value = self.expr(s.value, ctx)
+            if s.name not in self.lanes:
+                ident = super().local(s.name)
+                ty = RUST[s.value.ty.dtype]
+                self.line(f"let mut {ident}: [{ty}; LANES] = [Default::default(); LANES];")
+                self.lanes.add(s.name)
+            self.line("for l in 0..LANES {")
+            with self.indented():
+                self.line(f"{self.local(s.name)} = {value};")
+            self.line("}")
+            return
+        self.line("for l in 0..LANES {")
+        with self.indented():
+            getattr(self, "s_" + s.kind)(s, ctx)
+        self.line("}")
