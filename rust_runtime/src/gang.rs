@@ -1,7 +1,7 @@
 //! Fan-out of short calls to a rayon pool whose workers stay awake between calls.
 //!
 //! rayon parks an idle worker after a few dozen yields; waking it costs 25-200 us on the small VMs we measure
-//! on, longer than a whole gymnasium-style step of 1,024 cartpoles (~40 us). So after a call each pool thread
+//! on, longer than a whole gymnasium-style step of 1,024 cartpoles (~25 us). So after a call each pool thread
 //! runs a *spinner* job for a short window (`ENVC_SPIN_US`, default 1,000 us) that polls for the next call and
 //! takes its part of it; a call that finds a spinner gone wakes rayon's thread the ordinary way. When calls
 //! come further apart than the window (a slow policy between steps), spinning would only burn a core, so the
