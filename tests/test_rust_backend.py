@@ -406,6 +406,16 @@ def test_lane_kernel_steps_exactly_like_one_state_at_a_time(name: str, rust_cach
     assert ends > 20 and illegal > 20
 
 
+def test_lane_kernel_only_for_specs_it_covers() -> None:
+    """Draws (corridor's slippery floor), array fields (boards), several action kinds or no f32 arithmetic:
+    the scalar path."""
+    from envc.lower_rust.emit import Analysis
+    from envc.lower_rust.lanes import plan
+
+    got = {p.stem for p in SPECS if plan(spec := envc.load(str(p)), Analysis(spec)) is not None}
+    assert got == {"cartpole", "thruster"}
+
+
 def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:
     """The documented key scheme: env i of reset(seed=s) plays episode j with episode_keys(s + i, j)."""
     path = ROOT / "docs" / "examples" / "corridor.yaml"  # its effect draws (slippery floor)

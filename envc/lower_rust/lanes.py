@@ -37,7 +37,7 @@ def plan(spec: ir.SpecIR, an: Analysis) -> LanePlan | None:
     if an.draws(code):
         return None
     scalar = {f.name: f for f in spec.fields if not f.ty.shape}
-    lets: dict[str, DType] = {p.name: p.ty.dtype for p in kind.params}
+    lets: dict[str, DType | None] = {p.name: None for p in kind.params}  # params (None) are read-only arrays
     top = kind.effect + tuple(s for r in spec.rules if always(r) for s in r.body)
     nested = tuple(ir.IfS(cond=r.when, then=r.body, span=r.when.span) for r in spec.rules if not always(r))
     if not all(_stmt(s, scalar, lets, True) for s in top + nested):
@@ -76,10 +76,11 @@ def _expr(e: ir.Expr, scalar: dict[str, ir.FieldInfo]) -> bool:
     return False  # reductions, draws, calls and zone searches stay on the scalar path
 
 
-def _stmt(s: ir.Stmt, scalar: dict[str, ir.FieldInfo], lets: dict[str, DType], top: bool) -> bool:
+def _stmt(s: ir.Stmt, scalar: dict[str, ir.FieldInfo], lets: dict[str, DType | None], top: bool) -> bool:
     """Whether `s` has a lane form; `lets` (locals declared at the top, with their types) grows as it goes."""
     if isinstance(s, ir.LetS):
-        # A `let` is a lane array, so only at the top level, and a re-`let` must keep the array's type.
+        # A `let` is a lane array, so only at the top level; a re-`let` must keep the array's type and may not
+        # shadow an action parameter.
         if not top or s.value.ty.shape or lets.get(s.name, s.value.ty.dtype) is not s.value.ty.dtype:
             return False
         ok = _expr(s.value, scalar)
@@ -90,7 +91,7 @@ def _stmt(s: ir.Stmt, scalar: dict[str, ir.FieldInfo], lets: dict[str, DType], t
         if t.index or t.ty.shape:
             return False
         if t.space == "local":
-            return t.name in lets and _expr(s.value, scalar)
+            return lets.get(t.name) is not None and _expr(s.value, scalar)
         return t.space == "state" and t.name in scalar and _expr(s.value, scalar)
     if isinstance(s, ir.IfS):
         return _expr(s.cond, scalar) and all(_stmt(x, scalar, lets, False) for x in s.then + s.orelse)

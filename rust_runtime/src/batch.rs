@@ -374,8 +374,8 @@ impl<E: Env> Batch<E> {
 }
 
 /// [`Batch::step`] for the `LANES` slots of `chunk` (rows `first..`) with the spec's lane kernel: slots that
-/// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call (a restarting
-/// lane computes on a spare state whose result is dropped).
+/// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call (in which the
+/// lanes of the former compute on spare states, dropped afterwards).
 #[inline]
 fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
