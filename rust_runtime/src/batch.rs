@@ -275,15 +275,10 @@ impl<E: Env> Batch<E> {
                     (E::LANE_KERNEL, E::STEP_DRAWS, actions)
                 {
                     start = slots.len() / LANES * LANES;
+                    let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
                     for (c, chunk) in slots.chunks_exact_mut(LANES).enumerate() {
-                        step_lanes::<E, R>(
-                            prm,
-                            chunk,
-                            &ids[c * LANES..],
-                            &mut out,
-                            c * LANES,
-                            &mut obs,
-                        );
+                        let (ids, first) = (&ids[c * LANES..], c * LANES);
+                        step_lanes::<E, R>(prm, chunk, &mut spare, ids, &mut out, first, &mut obs);
                     }
                 }
                 for (i, slot) in slots.iter_mut().enumerate().skip(start) {
@@ -375,11 +370,12 @@ impl<E: Env> Batch<E> {
 
 /// [`Batch::step`] for the `LANES` slots of `chunk` (rows `first..`) with the spec's lane kernel: slots that
 /// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call (in which the
-/// lanes of the former compute on spare states, dropped afterwards).
+/// lanes of the former compute on `spare` states, dropped afterwards).
 #[inline]
 fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
     chunk: &mut [Slot<E>],
+    spare: &mut [E::State; LANES],
     ids: &[i64],
     out: &mut Out<'_, R>,
     first: usize,
@@ -410,12 +406,14 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
             write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
         }
     }
-    let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
     {
         let mut lanes = chunk.iter_mut().zip(spare.iter_mut()).zip(legal);
         let mut sts: [&mut E::State; LANES] = std::array::from_fn(|_| match lanes.next() {
             Some(((slot, _), Some(_))) => &mut slot.st,
-            Some(((_, sp), None)) => sp,
+            Some(((_, sp), None)) => {
+                *sp = E::fresh(); // no drift into denormals across calls
+                sp
+            }
             None => unreachable!("a chunk holds LANES slots"),
         });
         E::apply_lanes(&mut sts, prm, &legal.map(|id| id.unwrap_or(0)));
