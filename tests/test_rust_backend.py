@@ -514,7 +514,10 @@ state:
   Spec: {type: i8, shape: [2]}
 functions:
   Some: {params: {prm: i32}, returns: i32, body: "prm + crate"}
+  legal_push: {params: {n: i32}, returns: bool, body: "n < 25"}
 procedures:
+  effect_push:
+    body: "loop = loop + 1"
   super:
     params: {move: i32}
     body: |
@@ -531,6 +534,11 @@ actions:
       st = State.loop
       obs = obs + 0.5
       Spec[current_player] = i8(static)
+      current_player = 1 - current_player
+  push:
+    legal: "legal_push(loop)"
+    effect: |
+      effect_push()
       current_player = 1 - current_player
 reward: "f32(loop) * 0.1"
 terminated: "loop > 20"

@@ -71,6 +71,10 @@ class Lowering:
         self.an = Analysis(spec)
         self.lane_plan = lanes.plan(spec, self.an)
         self.names.reserve("item", "Spec")
+        for a in spec.actions:  # each kind's generated functions, before any spec function is named
+            kind = self.names.get("kind", a.name)
+            self.names.reserve("item", f"effect_{kind}")
+            self.names.reserve("item", f"legal_{kind}")
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.functions: list[Function] = []
 
