@@ -406,6 +406,23 @@ def test_lane_kernel_steps_exactly_like_one_state_at_a_time(name: str, rust_cach
     assert ends > 20 and illegal > 20
 
 
+def test_lane_rollout_equals_the_scalar_rollout(tmp_path: Path, rust_cache: Path) -> None:
+    """The all-Rust rollout steps chunks of LANES envs through the lane kernel: cartpole's totals equal those of a
+    twin that gets no kernel (a rule that never fires but could draw) and so steps one env at a time."""
+    from envc.lower_rust.emit import Analysis
+    from envc.lower_rust.lanes import plan
+
+    text = (ROOT / "specs/cartpole.yaml").read_text()
+    twin = tmp_path / "cartpole.yaml"
+    twin.write_text(text.replace("\nreward:", '\nrules:\n  - {name: never, when: "x > 99.0", body: "x = uniform(0.0, 1.0)"}\n\nreward:', 1))
+    ours, theirs = rust(ROOT / "specs/cartpole.yaml", rust_cache), rust(twin, rust_cache)
+    assert plan(ours.spec, Analysis(ours.spec)) is not None and plan(theirs.spec, Analysis(theirs.spec)) is None
+    for threads in (1, 2):
+        got = ours.rollout(75, 120, seed=5, threads=threads)  # two parts of 37 and 38 envs: chunks and a tail
+        assert got == theirs.rollout(75, 120, seed=5, threads=threads)
+        assert got["steps"] == 75 * 120 and got["episodes"] > 200
+
+
 def test_lane_kernel_only_for_specs_it_covers() -> None:
     """Draws (corridor's slippery floor), array fields (boards), several action kinds or no f32 arithmetic:
     the scalar path."""

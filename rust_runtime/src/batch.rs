@@ -335,8 +335,33 @@ impl<E: Env> Batch<E> {
                         &mut obs[i],
                     );
                 }
+                let lanes = E::LANE_KERNEL && !E::STEP_DRAWS && a > 0;
+                let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
+                let mut lane_rewards = vec![0.0f32; LANES * E::NUM_PLAYERS];
                 for _ in 0..steps {
-                    for (i, slot) in slots.iter_mut().enumerate() {
+                    let mut start = 0;
+                    if lanes {
+                        start = n / LANES * LANES;
+                        let chunks = slots
+                            .chunks_exact_mut(LANES)
+                            .zip(masks.chunks_exact_mut(LANES * a));
+                        for ((chunk, masks), obs) in chunks.zip(obs.chunks_exact_mut(LANES)) {
+                            // The chunk's actions first: the same draws as one env at a time (restarts draw none).
+                            let mut acts = [0i64; LANES];
+                            for (act, mask) in acts.iter_mut().zip(masks.chunks_exact(a)) {
+                                *act = random_legal(&mut rng, mask, &mut ids) as i64;
+                            }
+                            let ends =
+                                apply_chunk::<E>(prm, chunk, &mut spare, &acts, &mut lane_rewards);
+                            let rows = chunk.iter_mut().zip(masks.chunks_exact_mut(a)).zip(obs);
+                            for (((slot, mask), obs), (rewards, ends)) in
+                                rows.zip(lane_rewards.chunks_exact(E::NUM_PLAYERS).zip(ends))
+                            {
+                                settle::<E>(prm, slot, rewards, ends, &mut stats, mask, obs);
+                            }
+                        }
+                    }
+                    for (i, slot) in slots.iter_mut().enumerate().skip(start) {
                         let mask = &mut masks[i * a..(i + 1) * a];
                         let act = if a > 0 {
                             Action::Discrete(random_legal(&mut rng, mask, &mut ids) as i64)
@@ -347,17 +372,8 @@ impl<E: Env> Batch<E> {
                             Action::Box(&action)
                         };
                         let key = slot.step_key();
-                        let (term, trunc) = step::<E>(&mut slot.st, prm, act, key, &mut rewards);
-                        for (s, r) in stats.return_sum.iter_mut().zip(&rewards) {
-                            *s += *r as f64;
-                        }
-                        if term || trunc {
-                            stats.episodes += 1;
-                            stats.terminated += term as u64;
-                            stats.truncated += trunc as u64;
-                            slot.restart(prm);
-                        }
-                        finish::<E>(&slot.st, prm, false, mask, &mut obs[i]);
+                        let ends = step::<E>(&mut slot.st, prm, act, key, &mut rewards);
+                        settle::<E>(prm, slot, &rewards, ends, &mut stats, mask, &mut obs[i]);
                     }
                 }
                 stats.steps = (steps * n) as u64;
@@ -369,8 +385,7 @@ impl<E: Env> Batch<E> {
 }
 
 /// [`Batch::step`] for the `LANES` slots of `chunk` (rows `first..`) with the spec's lane kernel: slots that
-/// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call (in which the
-/// lanes of the former compute on `spare` states, dropped afterwards).
+/// restart go the scalar way, the others through [`apply_chunk`].
 #[inline]
 fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
@@ -382,28 +397,52 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     obs: &mut E::Obs,
 ) {
     let p = E::NUM_PLAYERS;
-    let mut legal = [None; LANES];
-    let mut acting = [0i32; LANES];
+    let acting: [i32; LANES] = std::array::from_fn(|l| E::current_player(&chunk[l].st));
+    let restart: [bool; LANES] = std::array::from_fn(|l| chunk[l].done);
+    let ends = apply_chunk::<E>(
+        prm,
+        chunk,
+        spare,
+        ids[..LANES].try_into().expect("LANES ids"),
+        &mut out.rewards[first * p..(first + LANES) * p],
+    );
     for (l, slot) in chunk.iter_mut().enumerate() {
         let i = first + l;
-        if slot.done {
+        if restart[l] {
             slot.restart(prm);
             write_row::<E, R>(prm, slot, out, i, None, obs);
             continue;
         }
-        acting[l] = E::current_player(&slot.st);
+        let (term, trunc) = ends[l];
+        slot.done = term || trunc;
+        out.terminated[i] = term;
+        out.truncated[i] = trunc;
+        write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+    }
+}
+
+/// One [`step`] of each slot of `chunk` that is not done (action id `acts[l]`, rewards into row `l` of
+/// `rewards`) through one [`Env::apply_lanes`] call: lanes whose slot is done or whose action is out of range or
+/// illegal compute on `spare` states, dropped afterwards. Returns each lane's `(terminated, truncated)`.
+#[inline]
+fn apply_chunk<E: Env>(
+    prm: &E::Params,
+    chunk: &mut [Slot<E>],
+    spare: &mut [E::State; LANES],
+    acts: &[i64; LANES],
+    rewards: &mut [f32],
+) -> [(bool, bool); LANES] {
+    let p = E::NUM_PLAYERS;
+    let mut legal = [None; LANES];
+    let mut ends = [(false, false); LANES];
+    for (l, slot) in chunk.iter_mut().enumerate() {
+        if slot.done {
+            continue;
+        }
         slot.step_key();
-        legal[l] = admit::<E>(
-            &mut slot.st,
-            prm,
-            ids[l],
-            &mut out.rewards[i * p..(i + 1) * p],
-        );
+        legal[l] = admit::<E>(&mut slot.st, prm, acts[l], &mut rewards[l * p..(l + 1) * p]);
         if legal[l].is_none() {
-            slot.done = true;
-            out.terminated[i] = true;
-            out.truncated[i] = false;
-            write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+            ends[l] = (true, false);
         }
     }
     {
@@ -419,16 +458,35 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
         E::apply_lanes(&mut sts, prm, &legal.map(|id| id.unwrap_or(0)));
     }
     for (l, slot) in chunk.iter_mut().enumerate() {
-        if legal[l].is_none() {
-            continue;
+        if legal[l].is_some() {
+            ends[l] = conclude::<E>(&slot.st, prm, &mut rewards[l * p..(l + 1) * p]);
         }
-        let i = first + l;
-        let (term, trunc) = conclude::<E>(&slot.st, prm, &mut out.rewards[i * p..(i + 1) * p]);
-        slot.done = term || trunc;
-        out.terminated[i] = term;
-        out.truncated[i] = trunc;
-        write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
     }
+    ends
+}
+
+/// The end of a rollout step of `slot`: its rewards and ends into `stats`, a restart if it ended, and its next
+/// legal mask and observation.
+#[inline]
+fn settle<E: Env>(
+    prm: &E::Params,
+    slot: &mut Slot<E>,
+    rewards: &[f32],
+    (term, trunc): (bool, bool),
+    stats: &mut RolloutStats,
+    mask: &mut [bool],
+    obs: &mut E::Obs,
+) {
+    for (s, r) in stats.return_sum.iter_mut().zip(rewards) {
+        *s += *r as f64;
+    }
+    if term || trunc {
+        stats.episodes += 1;
+        stats.terminated += term as u64;
+        stats.truncated += trunc as u64;
+        slot.restart(prm);
+    }
+    finish::<E>(&slot.st, prm, false, mask, obs);
 }
 
 /// A uniformly random legal action: a few uniform draws over all ids (accepted when legal), then an exact
