@@ -337,7 +337,8 @@ impl<E: Env> Batch<E> {
                 }
                 let lanes = E::LANE_KERNEL && !E::STEP_DRAWS && a > 0;
                 let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
-                let mut lane_rewards = vec![0.0f32; LANES * E::NUM_PLAYERS];
+                let p = E::NUM_PLAYERS;
+                let mut lane_rewards = vec![0.0f32; LANES * p];
                 for _ in 0..steps {
                     let mut start = 0;
                     if lanes {
@@ -346,17 +347,25 @@ impl<E: Env> Batch<E> {
                             .chunks_exact_mut(LANES)
                             .zip(masks.chunks_exact_mut(LANES * a));
                         for ((chunk, masks), obs) in chunks.zip(obs.chunks_exact_mut(LANES)) {
-                            // The chunk's actions first: the same draws as one env at a time (restarts draw none).
-                            let mut acts = [0i64; LANES];
-                            for (act, mask) in acts.iter_mut().zip(masks.chunks_exact(a)) {
-                                *act = random_legal(&mut rng, mask, &mut ids) as i64;
-                            }
-                            let ends =
-                                apply_chunk::<E>(prm, chunk, &mut spare, &acts, &mut lane_rewards);
-                            let rows = chunk.iter_mut().zip(masks.chunks_exact_mut(a)).zip(obs);
-                            for (((slot, mask), obs), (rewards, ends)) in
-                                rows.zip(lane_rewards.chunks_exact(E::NUM_PLAYERS).zip(ends))
+                            // Actions drawn in env order, as one env at a time would (admit draws none).
+                            let mut legal = [None; LANES];
+                            let rows = chunk.iter_mut().zip(masks.chunks_exact(a));
+                            for ((slot, mask), (legal, rewards)) in
+                                rows.zip(legal.iter_mut().zip(lane_rewards.chunks_exact_mut(p)))
                             {
+                                let act = random_legal(&mut rng, mask, &mut ids) as i64;
+                                slot.step_key();
+                                *legal = admit::<E>(&mut slot.st, prm, act, rewards);
+                            }
+                            run_lanes::<E>(prm, chunk, &mut spare, legal);
+                            let rows = chunk.iter_mut().zip(masks.chunks_exact_mut(a)).zip(obs);
+                            for (((slot, mask), obs), (rewards, legal)) in
+                                rows.zip(lane_rewards.chunks_exact_mut(p).zip(legal))
+                            {
+                                let ends = match legal {
+                                    Some(_) => conclude::<E>(&slot.st, prm, rewards),
+                                    None => (true, false),
+                                };
                                 settle::<E>(prm, slot, rewards, ends, &mut stats, mask, obs);
                             }
                         }
@@ -385,7 +394,8 @@ impl<E: Env> Batch<E> {
 }
 
 /// [`Batch::step`] for the `LANES` slots of `chunk` (rows `first..`) with the spec's lane kernel: slots that
-/// restart go the scalar way, the others through [`apply_chunk`].
+/// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call (in which the
+/// lanes of the former compute on `spare` states, dropped afterwards).
 #[inline]
 fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
@@ -397,23 +407,37 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     obs: &mut E::Obs,
 ) {
     let p = E::NUM_PLAYERS;
-    let acting: [i32; LANES] = std::array::from_fn(|l| E::current_player(&chunk[l].st));
-    let restart: [bool; LANES] = std::array::from_fn(|l| chunk[l].done);
-    let ends = apply_chunk::<E>(
-        prm,
-        chunk,
-        spare,
-        ids[..LANES].try_into().expect("LANES ids"),
-        &mut out.rewards[first * p..(first + LANES) * p],
-    );
+    let mut legal = [None; LANES];
+    let mut acting = [0i32; LANES];
     for (l, slot) in chunk.iter_mut().enumerate() {
         let i = first + l;
-        if restart[l] {
+        if slot.done {
             slot.restart(prm);
             write_row::<E, R>(prm, slot, out, i, None, obs);
             continue;
         }
-        let (term, trunc) = ends[l];
+        acting[l] = E::current_player(&slot.st);
+        slot.step_key();
+        legal[l] = admit::<E>(
+            &mut slot.st,
+            prm,
+            ids[l],
+            &mut out.rewards[i * p..(i + 1) * p],
+        );
+        if legal[l].is_none() {
+            slot.done = true;
+            out.terminated[i] = true;
+            out.truncated[i] = false;
+            write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+        }
+    }
+    run_lanes::<E>(prm, chunk, spare, legal);
+    for (l, slot) in chunk.iter_mut().enumerate() {
+        if legal[l].is_none() {
+            continue;
+        }
+        let i = first + l;
+        let (term, trunc) = conclude::<E>(&slot.st, prm, &mut out.rewards[i * p..(i + 1) * p]);
         slot.done = term || trunc;
         out.terminated[i] = term;
         out.truncated[i] = trunc;
@@ -421,48 +445,25 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     }
 }
 
-/// One [`step`] of each slot of `chunk` that is not done (action id `acts[l]`, rewards into row `l` of
-/// `rewards`) through one [`Env::apply_lanes`] call: lanes whose slot is done or whose action is out of range or
-/// illegal compute on `spare` states, dropped afterwards. Returns each lane's `(terminated, truncated)`.
+/// The effect and rules of the slots of `chunk` with a `legal` id, through one [`Env::apply_lanes`] call in which
+/// the other lanes compute on `spare` states, dropped afterwards.
 #[inline]
-fn apply_chunk<E: Env>(
+fn run_lanes<E: Env>(
     prm: &E::Params,
     chunk: &mut [Slot<E>],
     spare: &mut [E::State; LANES],
-    acts: &[i64; LANES],
-    rewards: &mut [f32],
-) -> [(bool, bool); LANES] {
-    let p = E::NUM_PLAYERS;
-    let mut legal = [None; LANES];
-    let mut ends = [(false, false); LANES];
-    for (l, slot) in chunk.iter_mut().enumerate() {
-        if slot.done {
-            continue;
+    legal: [Option<usize>; LANES],
+) {
+    let mut lanes = chunk.iter_mut().zip(spare.iter_mut()).zip(legal);
+    let mut sts: [&mut E::State; LANES] = std::array::from_fn(|_| match lanes.next() {
+        Some(((slot, _), Some(_))) => &mut slot.st,
+        Some(((_, sp), None)) => {
+            *sp = E::fresh(); // no drift into denormals across calls
+            sp
         }
-        slot.step_key();
-        legal[l] = admit::<E>(&mut slot.st, prm, acts[l], &mut rewards[l * p..(l + 1) * p]);
-        if legal[l].is_none() {
-            ends[l] = (true, false);
-        }
-    }
-    {
-        let mut lanes = chunk.iter_mut().zip(spare.iter_mut()).zip(legal);
-        let mut sts: [&mut E::State; LANES] = std::array::from_fn(|_| match lanes.next() {
-            Some(((slot, _), Some(_))) => &mut slot.st,
-            Some(((_, sp), None)) => {
-                *sp = E::fresh(); // no drift into denormals across calls
-                sp
-            }
-            None => unreachable!("a chunk holds LANES slots"),
-        });
-        E::apply_lanes(&mut sts, prm, &legal.map(|id| id.unwrap_or(0)));
-    }
-    for (l, slot) in chunk.iter_mut().enumerate() {
-        if legal[l].is_some() {
-            ends[l] = conclude::<E>(&slot.st, prm, &mut rewards[l * p..(l + 1) * p]);
-        }
-    }
-    ends
+        None => unreachable!("a chunk holds LANES slots"),
+    });
+    E::apply_lanes(&mut sts, prm, &legal.map(|id| id.unwrap_or(0)));
 }
 
 /// The end of a rollout step of `slot`: its rewards and ends into `stats`, a restart if it ended, and its next
