@@ -500,6 +500,33 @@ def test_copy_false_reuses_the_arrays_and_copy_true_never_does(rust_cache: Path)
     np.testing.assert_array_equal(f2, o2)
 
 
+def test_vector_env_takes_whatever_numpy_converts_to_ids(rust_cache: Path) -> None:
+    """Actions convert as `np.ascontiguousarray(a, np.int64)` would: a list, int32, a strided view or a column all
+    step like the int64 ids; a wrong count or an unconvertible value is a clear error."""
+    env = rust(ROOT / "specs/cartpole.yaml", rust_cache)
+    ids = np.random.default_rng(0).integers(0, 2, size=(30, 6))
+    forms = (
+        lambda a: a,
+        lambda a: a.tolist(),
+        lambda a: a.astype(np.int32),
+        lambda a: np.repeat(a, 2)[::2],
+        lambda a: a.reshape(6, 1),
+    )
+    runs = []
+    for form in forms:
+        envs = env.vector_env(6, seed=4, threads=1)
+        envs.reset()
+        runs.append([tuple(np.copy(x) for x in envs.step(form(a))[:4]) for a in ids])
+    for other in runs[1:]:
+        for x, y in zip(runs[0], other):
+            for u, v in zip(x, y):
+                np.testing.assert_array_equal(u, v)
+    with pytest.raises(ValueError, match="expected 6 actions, got 5"):
+        envs.step(np.zeros(5, np.int64))
+    with pytest.raises(ValueError):
+        envs.step(["left"] * 6)
+
+
 def test_gym_env_passes_gymnasium_env_checker(rust_cache: Path) -> None:
     from gymnasium.utils.env_checker import check_env
 
