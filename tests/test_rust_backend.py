@@ -414,7 +414,8 @@ def test_lane_rollout_equals_the_scalar_rollout(tmp_path: Path, rust_cache: Path
 
     text = (ROOT / "specs/cartpole.yaml").read_text()
     twin = tmp_path / "cartpole.yaml"
-    twin.write_text(text.replace("\nreward:", '\nrules:\n  - {name: never, when: "x > 99.0", body: "x = uniform(0.0, 1.0)"}\n\nreward:', 1))
+    rule = '\nrules:\n  - {name: never, when: "x > 99.0", body: "x = uniform(0.0, 1.0)"}\n\nreward:'
+    twin.write_text(text.replace("\nreward:", rule, 1))
     ours, theirs = rust(ROOT / "specs/cartpole.yaml", rust_cache), rust(twin, rust_cache)
     assert plan(ours.spec, Analysis(ours.spec)) is not None and plan(theirs.spec, Analysis(theirs.spec)) is None
     for threads in (1, 2):
