@@ -336,13 +336,17 @@ impl<E: Env> Batch<E> {
                     );
                 }
                 let lanes = E::LANE_KERNEL && !E::STEP_DRAWS && a > 0;
-                let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
+                // Only a kernel needs spare states; on the heap, since a state can be large.
+                let mut spare: Vec<E::State> =
+                    (0..LANES).filter(|_| lanes).map(|_| E::fresh()).collect();
                 let p = E::NUM_PLAYERS;
                 let mut lane_rewards = vec![0.0f32; LANES * p];
                 for _ in 0..steps {
                     let mut start = 0;
                     if lanes {
                         start = n / LANES * LANES;
+                        let spare: &mut [E::State; LANES] =
+                            spare.as_mut_slice().try_into().expect("LANES spare states");
                         let chunks = slots
                             .chunks_exact_mut(LANES)
                             .zip(masks.chunks_exact_mut(LANES * a));
@@ -357,7 +361,7 @@ impl<E: Env> Batch<E> {
                                 slot.step_key();
                                 *legal = admit::<E>(&mut slot.st, prm, act, rewards);
                             }
-                            run_lanes::<E>(prm, chunk, &mut spare, legal);
+                            run_lanes::<E>(prm, chunk, spare, legal);
                             let rows = chunk.iter_mut().zip(masks.chunks_exact_mut(a)).zip(obs);
                             for (((slot, mask), obs), (rewards, legal)) in
                                 rows.zip(lane_rewards.chunks_exact_mut(p).zip(legal))
