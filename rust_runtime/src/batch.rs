@@ -271,9 +271,7 @@ impl<E: Env> Batch<E> {
             |prm, slots, (actions, mut out)| {
                 let mut obs = E::Obs::default();
                 let mut start = 0;
-                if let (true, false, Actions::Discrete(ids)) =
-                    (E::LANE_KERNEL, E::STEP_DRAWS, actions)
-                {
+                if let (true, Actions::Discrete(ids)) = (kernel_steps::<E>(), actions) {
                     start = slots.len() / LANES * LANES;
                     let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
                     for (c, chunk) in slots.chunks_exact_mut(LANES).enumerate() {
@@ -335,7 +333,7 @@ impl<E: Env> Batch<E> {
                         &mut obs[i],
                     );
                 }
-                let lanes = E::LANE_KERNEL && !E::STEP_DRAWS && a > 0;
+                let lanes = kernel_steps::<E>() && a > 0;
                 // Only a kernel needs spare states; on the heap, since a state can be large.
                 let mut spare: Vec<E::State> =
                     (0..LANES).filter(|_| lanes).map(|_| E::fresh()).collect();
@@ -492,6 +490,11 @@ fn settle<E: Env>(
         slot.restart(prm);
     }
     finish::<E>(&slot.st, prm, false, mask, obs);
+}
+
+/// Does `E` step discrete actions through its lane kernel? (A kernel never draws, so no lane needs a step key.)
+fn kernel_steps<E: Env>() -> bool {
+    E::LANE_KERNEL && !E::STEP_DRAWS
 }
 
 /// A uniformly random legal action: a few uniform draws over all ids (accepted when legal), then an exact
