@@ -398,29 +398,38 @@ class Lowering:
         )
         local = f"(ids[l] - {a.offset})" if a.offset else "ids[l]"
         values = self.decode(a, local)
-        body = ["    let mut ln = Lanes::default();"]
-        body += [f"    let mut {self.local(q.name)} = [0{self.ty(q.ty)}; LANES];" for _, q in used]
-        body.append("    for (l, st) in sts.iter().enumerate() {")
-        for f in p.fields:
-            name = self.names.get("field", f.name)
-            body.append(f"        ln.{name}[l] = st.{name};")
-        body += [f"        {self.local(q.name)}[l] = {values[j]};" for j, q in used]
-        body.append("    }")
-        call = ["&mut ln", "prm", *(f"&{self.local(q.name)}" for _, q in used)]
+        fields = [self.names.get("field", f.name) for f in p.fields]
+        writes = [self.names.get("field", f.name) for f in p.writes]
+        load = Function(
+            "load_lane",
+            "ln: &mut Lanes, l: usize, st: &State",
+            "",
+            [f"    ln.{name}[l] = st.{name};" for name in fields],
+            ["/// Copy the kernel's fields of `st` into lane `l`."],
+        )
+        store = Function(
+            "store_lane",
+            "ln: &Lanes, l: usize, st: &mut State",
+            "",
+            [f"    st.{name} = ln.{name}[l];" for name in writes],
+            ["/// Copy the fields the kernel writes from lane `l` into `st`."],
+        )
+        body = [f"    let mut {self.local(q.name)} = [0{self.ty(q.ty)}; LANES];" for _, q in used]
+        if used:
+            body.append("    for l in 0..LANES {")
+            body += [f"        {self.local(q.name)}[l] = {values[j]};" for j, q in used]
+            body.append("    }")
+        call = ["ln", "prm", *(f"&{self.local(q.name)}" for _, q in used)]
         body.append(f"    lane_kernel({', '.join(call)});")
-        body.append("    for (l, st) in sts.iter_mut().enumerate() {")
-        for f in p.writes:
-            name = self.names.get("field", f.name)
-            body.append(f"        st.{name} = ln.{name}[l];")
-        body.append("    }")
+        uses_ids = bool(used)
         wrapper = Function(
             "apply_lanes",
-            "sts: &mut [&mut State; LANES], prm: &Params, ids: &[usize; LANES]",
+            f"ln: &mut Lanes, prm: &Params, {'' if uses_ids else '_'}ids: &[usize; LANES]",
             "",
             body,
-            ["/// `apply_action` then `apply_rules` on `LANES` states at once (ids in range and legal)."],
+            ["/// `apply_action` then `apply_rules` on every lane (ids in range and legal)."],
         )
-        return [kernel, wrapper]
+        return [kernel, load, store, wrapper]
 
     # ---- declarations -------------------------------------------------------
     def value(self, v: bool | int | float, ty: ir.Ty) -> str:

@@ -273,10 +273,17 @@ impl<E: Env> Batch<E> {
                 let mut start = 0;
                 if let (true, Actions::Discrete(ids)) = (kernel_steps::<E>(), actions) {
                     start = slots.len() / LANES * LANES;
-                    let mut spare: [E::State; LANES] = std::array::from_fn(|_| E::fresh());
-                    for (c, chunk) in slots.chunks_exact_mut(LANES).enumerate() {
-                        let (ids, first) = (&ids[c * LANES..], c * LANES);
-                        step_lanes::<E, R>(prm, chunk, &mut spare, ids, &mut out, first, &mut obs);
+                    let chunks = slots.chunks_exact_mut(LANES).zip(ids.chunks_exact(LANES));
+                    for (c, (chunk, ids)) in chunks.enumerate() {
+                        let ids = ids.try_into().expect("a chunk of LANES");
+                        step_lanes::<E, R>(
+                            prm,
+                            lanes_of(chunk),
+                            ids,
+                            &mut out,
+                            c * LANES,
+                            &mut obs,
+                        );
                     }
                 }
                 for (i, slot) in slots.iter_mut().enumerate().skip(start) {
@@ -334,39 +341,37 @@ impl<E: Env> Batch<E> {
                     );
                 }
                 let lanes = kernel_steps::<E>() && a > 0;
-                // Only a kernel needs spare states; on the heap, since a state can be large.
-                let mut spare: Vec<E::State> =
-                    (0..LANES).filter(|_| lanes).map(|_| E::fresh()).collect();
                 let p = E::NUM_PLAYERS;
                 let mut lane_rewards = vec![0.0f32; LANES * p];
                 for _ in 0..steps {
                     let mut start = 0;
                     if lanes {
                         start = n / LANES * LANES;
-                        let spare: &mut [E::State; LANES] =
-                            spare.as_mut_slice().try_into().expect("LANES spare states");
                         let chunks = slots
                             .chunks_exact_mut(LANES)
                             .zip(masks.chunks_exact_mut(LANES * a));
                         for ((chunk, masks), obs) in chunks.zip(obs.chunks_exact_mut(LANES)) {
                             // Actions drawn in env order, as one env at a time would (admit draws none).
-                            let mut legal = [None; LANES];
+                            let chunk = lanes_of(chunk);
+                            let (mut legal, mut id) = ([false; LANES], [0usize; LANES]);
                             let rows = chunk.iter_mut().zip(masks.chunks_exact(a));
-                            for ((slot, mask), (legal, rewards)) in
-                                rows.zip(legal.iter_mut().zip(lane_rewards.chunks_exact_mut(p)))
+                            for (l, ((slot, mask), rewards)) in
+                                rows.zip(lane_rewards.chunks_exact_mut(p)).enumerate()
                             {
                                 let act = random_legal(&mut rng, mask, &mut ids) as i64;
                                 slot.step_key();
-                                *legal = admit::<E>(&mut slot.st, prm, act, rewards);
+                                if let Some(x) = admit::<E>(&mut slot.st, prm, act, rewards) {
+                                    (legal[l], id[l]) = (true, x);
+                                }
                             }
-                            run_lanes::<E>(prm, chunk, spare, legal);
+                            run_lanes::<E>(prm, chunk, &id, &legal);
                             let rows = chunk.iter_mut().zip(masks.chunks_exact_mut(a)).zip(obs);
-                            for (((slot, mask), obs), (rewards, legal)) in
-                                rows.zip(lane_rewards.chunks_exact_mut(p).zip(legal))
+                            for (l, (((slot, mask), obs), rewards)) in
+                                rows.zip(lane_rewards.chunks_exact_mut(p)).enumerate()
                             {
-                                let ends = match legal {
-                                    Some(_) => conclude::<E>(&slot.st, prm, rewards),
-                                    None => (true, false),
+                                let ends = match legal[l] {
+                                    true => conclude::<E>(&slot.st, prm, rewards),
+                                    false => (true, false),
                                 };
                                 settle::<E>(prm, slot, rewards, ends, &mut stats, mask, obs);
                             }
@@ -396,23 +401,22 @@ impl<E: Env> Batch<E> {
 }
 
 /// [`Batch::step`] for the `LANES` slots of `chunk` (rows `first..`) with the spec's lane kernel: slots that
-/// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call (in which the
-/// lanes of the former compute on `spare` states, dropped afterwards).
+/// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call.
 #[inline]
 fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
-    chunk: &mut [Slot<E>],
-    spare: &mut [E::State; LANES],
-    ids: &[i64],
+    chunk: &mut [Slot<E>; LANES],
+    ids: &[i64; LANES],
     out: &mut Out<'_, R>,
     first: usize,
     obs: &mut E::Obs,
 ) {
     let p = E::NUM_PLAYERS;
-    let mut legal = [None; LANES];
+    let mut legal = [false; LANES];
+    let mut id = [0usize; LANES];
     let mut acting = [0i32; LANES];
-    for (l, slot) in chunk.iter_mut().enumerate() {
-        let i = first + l;
+    for l in 0..LANES {
+        let (slot, i) = (&mut chunk[l], first + l);
         if slot.done {
             slot.restart(prm);
             write_row::<E, R>(prm, slot, out, i, None, obs);
@@ -420,25 +424,23 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
         }
         acting[l] = E::current_player(&slot.st);
         slot.step_key();
-        legal[l] = admit::<E>(
-            &mut slot.st,
-            prm,
-            ids[l],
-            &mut out.rewards[i * p..(i + 1) * p],
-        );
-        if legal[l].is_none() {
-            slot.done = true;
-            out.terminated[i] = true;
-            out.truncated[i] = false;
-            write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+        let rewards = &mut out.rewards[i * p..(i + 1) * p];
+        match admit::<E>(&mut slot.st, prm, ids[l], rewards) {
+            Some(a) => (legal[l], id[l]) = (true, a),
+            None => {
+                slot.done = true;
+                out.terminated[i] = true;
+                out.truncated[i] = false;
+                write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+            }
         }
     }
-    run_lanes::<E>(prm, chunk, spare, legal);
-    for (l, slot) in chunk.iter_mut().enumerate() {
-        if legal[l].is_none() {
+    run_lanes::<E>(prm, chunk, &id, &legal);
+    for l in 0..LANES {
+        if !legal[l] {
             continue;
         }
-        let i = first + l;
+        let (slot, i) = (&mut chunk[l], first + l);
         let (term, trunc) = conclude::<E>(&slot.st, prm, &mut out.rewards[i * p..(i + 1) * p]);
         slot.done = term || trunc;
         out.terminated[i] = term;
@@ -447,25 +449,25 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     }
 }
 
-/// The effect and rules of the slots of `chunk` with a `legal` id, through one [`Env::apply_lanes`] call in which
-/// the other lanes compute on `spare` states, dropped afterwards.
+/// The effect and rules of the slots of `chunk` whose action is `legal` (id `ids[l]`), through one
+/// [`Env::apply_lanes`] call (the other lanes compute on their slots' states too, and are dropped).
 #[inline]
 fn run_lanes<E: Env>(
     prm: &E::Params,
-    chunk: &mut [Slot<E>],
-    spare: &mut [E::State; LANES],
-    legal: [Option<usize>; LANES],
+    chunk: &mut [Slot<E>; LANES],
+    ids: &[usize; LANES],
+    legal: &[bool; LANES],
 ) {
-    let mut lanes = chunk.iter_mut().zip(spare.iter_mut()).zip(legal);
-    let mut sts: [&mut E::State; LANES] = std::array::from_fn(|_| match lanes.next() {
-        Some(((slot, _), Some(_))) => &mut slot.st,
-        Some(((_, sp), None)) => {
-            *sp = E::fresh(); // no drift into denormals across calls
-            sp
+    let mut ln = E::Lanes::default();
+    for (l, slot) in chunk.iter().enumerate() {
+        E::load_lane(&mut ln, l, &slot.st);
+    }
+    E::apply_lanes(&mut ln, prm, ids);
+    for (l, slot) in chunk.iter_mut().enumerate() {
+        if legal[l] {
+            E::store_lane(&ln, l, &mut slot.st);
         }
-        None => unreachable!("a chunk holds LANES slots"),
-    });
-    E::apply_lanes(&mut sts, prm, &legal.map(|id| id.unwrap_or(0)));
+    }
 }
 
 /// The end of a rollout step of `slot`: its rewards and ends into `stats`, a restart if it ended, and its next
@@ -490,6 +492,12 @@ fn settle<E: Env>(
         slot.restart(prm);
     }
     finish::<E>(&slot.st, prm, false, mask, obs);
+}
+
+/// A `chunks_exact(LANES)` chunk as an array.
+#[inline]
+fn lanes_of<T>(chunk: &mut [T]) -> &mut [T; LANES] {
+    chunk.try_into().expect("a chunk of LANES")
 }
 
 /// Does `E` step discrete actions through its lane kernel? (A kernel never draws, so no lane needs a step key.)

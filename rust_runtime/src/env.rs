@@ -123,17 +123,19 @@ pub trait Env: Send + Sync + 'static {
     fn apply(st: &mut Self::State, prm: &Self::Params, key: Key, id: usize);
     /// Run the continuous action's effect.
     fn apply_box(_st: &mut Self::State, _prm: &Self::Params, _key: Key, _action: &[f32]) {}
-    /// Whether [`Env::apply_lanes`] is a lane kernel (the effects and rules lowered to run `LANES` states in
-    /// SIMD lanes) rather than the default loop; only for specs whose effects and rules never draw.
+    /// The state fields a lane kernel reads or writes, one array per field with an element per lane (`()` for a
+    /// spec without a kernel).
+    type Lanes: Default;
+    /// Whether the spec has a lane kernel ([`Env::apply_lanes`]: its effects and rules lowered to run `LANES`
+    /// states in SIMD lanes); only for specs whose effects and rules never draw.
     const LANE_KERNEL: bool = false;
-    /// Effect of the (in range, legal) ids `ids` then the rules, on `LANES` states at once: exactly what
-    /// `apply` then `rules` do to each.
-    fn apply_lanes(sts: &mut [&mut Self::State; LANES], prm: &Self::Params, ids: &[usize; LANES]) {
-        for (st, &id) in sts.iter_mut().zip(ids) {
-            Self::apply(st, prm, [0, 0], id);
-            Self::rules(st, prm, [0, 0]);
-        }
-    }
+    /// Copy the kernel's fields of `st` into lane `l`.
+    fn load_lane(_ln: &mut Self::Lanes, _l: usize, _st: &Self::State) {}
+    /// Copy the fields the kernel writes from lane `l` into `st`.
+    fn store_lane(_ln: &Self::Lanes, _l: usize, _st: &mut Self::State) {}
+    /// Effect of the (in range, legal) ids `ids` then the rules on every lane: each lane ends as `apply` then
+    /// `rules` leave the state loaded into it.
+    fn apply_lanes(_ln: &mut Self::Lanes, _prm: &Self::Params, _ids: &[usize; LANES]) {}
     /// The automatic rules, in order.
     fn rules(st: &mut Self::State, prm: &Self::Params, key: Key);
     /// Reward of player `p` for the last transition.
