@@ -421,10 +421,9 @@ class Lowering:
             body.append("    }")
         call = ["ln", "prm", *(f"&{self.local(q.name)}" for _, q in used)]
         body.append(f"    lane_kernel({', '.join(call)});")
-        uses_ids = bool(used)
         wrapper = Function(
             "apply_lanes",
-            f"ln: &mut Lanes, prm: &Params, {'' if uses_ids else '_'}ids: &[usize; LANES]",
+            f"ln: &mut Lanes, prm: &Params, {'' if used else '_'}ids: &[usize; LANES]",
             "",
             body,
             ["/// `apply_action` then `apply_rules` on every lane (ids in range and legal)."],

@@ -369,9 +369,10 @@ impl<E: Env> Batch<E> {
                             for (l, (((slot, mask), obs), rewards)) in
                                 rows.zip(lane_rewards.chunks_exact_mut(p)).enumerate()
                             {
-                                let ends = match legal[l] {
-                                    true => conclude::<E>(&slot.st, prm, rewards),
-                                    false => (true, false),
+                                let ends = if legal[l] {
+                                    conclude::<E>(&slot.st, prm, rewards)
+                                } else {
+                                    (true, false)
                                 };
                                 settle::<E>(prm, slot, rewards, ends, &mut stats, mask, obs);
                             }

@@ -127,7 +127,8 @@ pub trait Env: Send + Sync + 'static {
     /// spec without a kernel).
     type Lanes: Default;
     /// Whether the spec has a lane kernel ([`Env::apply_lanes`]: its effects and rules lowered to run `LANES`
-    /// states in SIMD lanes); only for specs whose effects and rules never draw.
+    /// states in SIMD lanes); only for specs whose effects and rules never draw. The three lane methods below
+    /// are called only when it is set.
     const LANE_KERNEL: bool = false;
     /// Copy the kernel's fields of `st` into lane `l`.
     fn load_lane(_ln: &mut Self::Lanes, _l: usize, _st: &Self::State) {}
