@@ -424,6 +424,16 @@ def test_lane_rollout_equals_the_scalar_rollout(tmp_path: Path, rust_cache: Path
         assert got["steps"] == 75 * 120 and got["episodes"] > 200
 
 
+def test_rollout_totals_do_not_depend_on_the_thread_count(rust_cache: Path) -> None:
+    """Each env draws its random actions from its own generator, so 1, 2 and 3 threads play the same episodes
+    (with and without a lane kernel)."""
+    for name in ("specs/cartpole.yaml", "specs/connect_four.yaml"):
+        env = rust(ROOT / name, rust_cache)
+        got = [env.rollout(100, 40, seed=3, threads=t) for t in (1, 2, 3)]
+        assert got[0] == got[1] == got[2], name
+        assert got[0]["episodes"] > 10
+
+
 def test_lane_kernel_only_for_specs_it_covers() -> None:
     """Draws (corridor's slippery floor), array fields (boards), several action kinds or no f32 arithmetic:
     the scalar path."""

@@ -186,7 +186,8 @@ impl<E: Env> Batch<E> {
     }
 
     /// Run `leaf` over the slots split into one contiguous part per thread (`split(out, n)` cuts `out` after
-    /// `n` rows), merging the parts' results in order. Results never depend on the split.
+    /// `n` rows), merging the parts' results in order. Results never depend on the split (a rollout's return
+    /// sums only up to the order of f64 additions).
     fn run<O: Send, R: Send + Default>(
         &mut self,
         out: O,
@@ -311,7 +312,8 @@ impl<E: Env> Batch<E> {
     }
 
     /// `steps` steps of every sub-environment with uniformly random legal actions (uniform in `[low, high]`
-    /// for a continuous action) and same-step auto-reset, for benchmarks: nothing leaves Rust.
+    /// for a continuous action) and same-step auto-reset, for benchmarks: nothing leaves Rust. Env `i` draws
+    /// from its own generator (of `seed` and `i`), so the totals do not depend on the thread count.
     pub fn rollout(&mut self, steps: usize, seed: u64, low: f32, high: f32) -> RolloutStats {
         let a = E::NUM_ACTIONS;
         self.run(
@@ -328,8 +330,11 @@ impl<E: Env> Batch<E> {
                     return_sum: vec![0.0; E::NUM_PLAYERS],
                     ..Default::default()
                 };
-                let first = slots.first().map_or(0, |s| s.id) as u64;
-                let mut rng = Wyrand(seed ^ first.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                // One generator per env, so the actions (and the totals) do not depend on the thread count.
+                let mut rngs: Vec<Wyrand> = slots
+                    .iter()
+                    .map(|s| Wyrand(seed ^ (s.id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+                    .collect();
                 for (i, slot) in slots.iter_mut().enumerate() {
                     slot.restart(prm);
                     finish::<E>(
@@ -349,16 +354,17 @@ impl<E: Env> Batch<E> {
                         start = n / LANES * LANES;
                         let chunks = slots
                             .chunks_exact_mut(LANES)
-                            .zip(masks.chunks_exact_mut(LANES * a));
-                        for ((chunk, masks), obs) in chunks.zip(obs.chunks_exact_mut(LANES)) {
-                            // Actions drawn in env order, as one env at a time would (admit draws none).
+                            .zip(masks.chunks_exact_mut(LANES * a))
+                            .zip(rngs.chunks_exact_mut(LANES));
+                        for (((chunk, masks), rngs), obs) in chunks.zip(obs.chunks_exact_mut(LANES))
+                        {
                             let chunk = lanes_of(chunk);
                             let (mut legal, mut id) = ([false; LANES], [0usize; LANES]);
-                            let rows = chunk.iter_mut().zip(masks.chunks_exact(a));
-                            for (l, ((slot, mask), rewards)) in
+                            let rows = chunk.iter_mut().zip(masks.chunks_exact(a)).zip(rngs);
+                            for (l, (((slot, mask), rng), rewards)) in
                                 rows.zip(lane_rewards.chunks_exact_mut(p)).enumerate()
                             {
-                                let act = random_legal(&mut rng, mask, &mut ids) as i64;
+                                let act = random_legal(rng, mask, &mut ids) as i64;
                                 slot.step_key();
                                 if let Some(x) = admit::<E>(&mut slot.st, prm, act, rewards) {
                                     (legal[l], id[l]) = (true, x);
@@ -380,8 +386,9 @@ impl<E: Env> Batch<E> {
                     }
                     for (i, slot) in slots.iter_mut().enumerate().skip(start) {
                         let mask = &mut masks[i * a..(i + 1) * a];
+                        let rng = &mut rngs[i];
                         let act = if a > 0 {
-                            Action::Discrete(random_legal(&mut rng, mask, &mut ids) as i64)
+                            Action::Discrete(random_legal(rng, mask, &mut ids) as i64)
                         } else {
                             for x in action.iter_mut() {
                                 *x = low + (high - low) * rng.unit_f32();
