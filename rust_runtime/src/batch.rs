@@ -330,7 +330,6 @@ impl<E: Env> Batch<E> {
                     return_sum: vec![0.0; E::NUM_PLAYERS],
                     ..Default::default()
                 };
-                // One generator per env, so the actions (and the totals) do not depend on the thread count.
                 let mut rngs: Vec<Wyrand> = slots
                     .iter()
                     .map(|s| Wyrand(seed ^ (s.id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)))
