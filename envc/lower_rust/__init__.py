@@ -214,7 +214,8 @@ class Lowering:
                 lines.append(f"        {a.offset}..={a.offset + a.size - 1} => effect_{kind}({', '.join(args)}),")
             lines.append("        _ => {}")
             lines.append("    }")
-        args = ["st: &mut State", "prm: &Params", f"{'key' if key else '_key'}: Key", "id: usize"]
+        u = "" if self.spec.actions else "_"  # a spec with only a continuous action has no ids
+        args = [f"{u}st: &mut State", f"{u}prm: &Params", f"{'key' if key else '_key'}: Key", f"{u}id: usize"]
         return Function("apply_action", ", ".join(args), "", lines, ["/// Run the effect of action id `id`."])
 
     def is_legal(self) -> Function:
@@ -231,9 +232,9 @@ class Lowering:
             lines.append("    }")
         else:
             lines.append("    false")
-        return Function(
-            "is_legal", "st: &State, prm: &Params, id: usize", "bool", lines, ["/// Is action id `id` legal?"]
-        )
+        u = "" if self.spec.actions else "_"
+        args = f"{u}st: &State, {u}prm: &Params, {u}id: usize"
+        return Function("is_legal", args, "bool", lines, ["/// Is action id `id` legal?"])
 
     def legal_mask(self) -> Function:
         """Every kind's ids, with each conjunct of `legal` tested in the outermost loop that binds its params."""
