@@ -368,28 +368,57 @@ def test_vector_env_equals_gymnasium_sync_vector_env(rust_cache: Path) -> None:
         assert isinstance(ours, gym.vector.VectorEnv) and ours.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
 
 
+def lane_variant(tmp_path: Path, name: str, variant: str) -> Path:
+    """A shipped spec with a lane kernel as it is ("packed": cartpole and thruster qualify), with an array field
+    the kernel never touches ("kernel": the kernel only, states unpacked), or with a rule that never fires but could
+    draw ("scalar": no kernel, one env at a time)."""
+    path = ROOT / name
+    if variant == "packed":
+        return path
+    text = path.read_text()
+    if variant == "kernel":
+        text = text.replace("\nstate:\n", "\nstate:\n  trail: {type: f32, shape: [2]}\n", 1)
+    else:
+        f = {"cartpole.yaml": "x", "thruster.yaml": "pos"}[path.name]
+        rule = f'  - {{name: never, when: "{f} > 99.0", body: "{f} = uniform(0.0, 1.0)"}}\n'
+        text = text.replace("\nrules:\n", "\nrules:\n" + rule, 1) if "\nrules:\n" in text else text.replace(
+            "\nreward:", "\nrules:\n" + rule + "\nreward:", 1
+        )
+    out = tmp_path / f"{variant}_{path.name}"
+    out.write_text(text)
+    return out
+
+
+def lane_mode(spec: ir.SpecIR) -> str:
+    """How the Rust backend steps `spec`'s discrete actions: "packed", "kernel" or "scalar"."""
+    src = render(spec, "", "lanes_probe")["src/env.rs"]
+    if "const PACKED: bool = true;" in src:
+        return "packed"
+    return "kernel" if "const LANE_KERNEL: bool = true;" in src else "scalar"
+
+
+@pytest.mark.parametrize("variant", ["packed", "kernel"])
 @pytest.mark.parametrize("name", ["specs/cartpole.yaml", "tests/specs/thruster.yaml"])
-def test_lane_kernel_steps_exactly_like_one_state_at_a_time(name: str, rust_cache: Path) -> None:
-    """A spec with a lane kernel: its VectorEnv (chunks of LANES envs through the kernel, a scalar tail per
-    thread) against gymnasium's SyncVectorEnv over the one-state Env, bit for bit, with restarts, illegal and
-    out-of-range ids falling inside the chunks."""
+def test_lane_kernel_steps_exactly_like_one_state_at_a_time(
+    name: str, variant: str, tmp_path: Path, rust_cache: Path
+) -> None:
+    """A spec with a lane kernel, its states packed in lanes or not: its VectorEnv (chunks of LANES envs in
+    lanes, a scalar tail per thread) against gymnasium's SyncVectorEnv over the one-state Env, bit for bit, with
+    restarts, illegal and out-of-range ids falling inside the chunks."""
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-    from envc.lower_rust.emit import Analysis
-    from envc.lower_rust.lanes import plan
-
-    env = rust(ROOT / name, rust_cache)
-    assert plan(env.spec, Analysis(env.spec)) is not None
-    assert "const LANE_KERNEL: bool = true;" in render(env.spec, "", "lanes_probe")["src/env.rs"]
-    n = 21  # two threads: parts of 10 and 11 envs, so one chunk of 8 each and a tail
+    env = rust(lane_variant(tmp_path, name, variant), rust_cache, {"max_steps": 15})  # truncations too
+    assert lane_mode(env.spec) == variant
+    n = 77  # two threads: parts of 38 and 39 envs (32 and 45 when packed), so chunks and a tail in each
     ours = env.vector_env(n, threads=2)
+    assert ours.threads == 2
     theirs = SyncVectorEnv([env.gym_env for _ in range(n)], autoreset_mode=AutoresetMode.NEXT_STEP)
     o1, i1 = ours.reset(seed=7)
     o2, i2 = theirs.reset(seed=7)
     np.testing.assert_array_equal(o1, o2)
     gen = np.random.default_rng(3)
-    ends = illegal = 0
-    for _ in range(250):
+    ends = illegal = truncs = 0
+    for _ in range(150):
         a = (
             gen.integers(-1, env.spec.num_actions + 1, size=n)
             if gen.random() < 0.2
@@ -403,25 +432,23 @@ def test_lane_kernel_steps_exactly_like_one_state_at_a_time(name: str, rust_cach
         for x, y in ((o1, o2), (r1, r2), (t1, t2), (u1, u2), (i1["legal_action_mask"], i2["legal_action_mask"])):
             np.testing.assert_array_equal(x, y)
         ends += int(np.sum(t1 | u1))
-    assert ends > 20 and illegal > 20
+        truncs += int(np.sum(u1))
+    assert ends > 50 and illegal > 50 and truncs > 20
+    for i in (0, 37, 76):  # a packed env's state comes out of its lane whole
+        mine, gyms = env.state_to_dict(ours._batch.state(i)), env.state_to_dict(theirs.envs[i]._state)
+        assert all(np.array_equal(mine[f.name], gyms[f.name]) for f in env.spec.fields)
 
 
-def test_lane_rollout_equals_the_scalar_rollout(tmp_path: Path, rust_cache: Path) -> None:
-    """The all-Rust rollout steps chunks of LANES envs through the lane kernel: cartpole's totals equal those of a
-    twin that gets no kernel (a rule that never fires but could draw) and so steps one env at a time."""
-    from envc.lower_rust.emit import Analysis
-    from envc.lower_rust.lanes import plan
-
-    text = (ROOT / "specs/cartpole.yaml").read_text()
-    twin = tmp_path / "cartpole.yaml"
-    rule = '\nrules:\n  - {name: never, when: "x > 99.0", body: "x = uniform(0.0, 1.0)"}\n\nreward:'
-    twin.write_text(text.replace("\nreward:", rule, 1))
-    ours, theirs = rust(ROOT / "specs/cartpole.yaml", rust_cache), rust(twin, rust_cache)
-    assert plan(ours.spec, Analysis(ours.spec)) is not None and plan(theirs.spec, Analysis(theirs.spec)) is None
+@pytest.mark.parametrize("name", ["specs/cartpole.yaml", "tests/specs/thruster.yaml"])
+def test_lane_rollout_equals_the_scalar_rollout(name: str, tmp_path: Path, rust_cache: Path) -> None:
+    """The all-Rust rollout steps chunks of LANES envs in lanes, packed or not: its totals equal those of a twin
+    that gets no kernel and so steps one env at a time."""
+    runs = {v: rust(lane_variant(tmp_path, name, v), rust_cache) for v in ("packed", "kernel", "scalar")}
+    assert {v: lane_mode(e.spec) for v, e in runs.items()} == {v: v for v in runs}
     for threads in (1, 2):
-        got = ours.rollout(75, 120, seed=5, threads=threads)  # two parts of 37 and 38 envs: chunks and a tail
-        assert got == theirs.rollout(75, 120, seed=5, threads=threads)
-        assert got["steps"] == 75 * 120 and got["episodes"] > 200
+        got = {v: e.rollout(75, 120, seed=5, threads=threads) for v, e in runs.items()}  # parts of 37 and 38 envs
+        assert got["packed"] == got["kernel"] == got["scalar"]
+        assert got["packed"]["steps"] == 75 * 120 and got["packed"]["episodes"] > 50
 
 
 def test_rollout_totals_do_not_depend_on_the_thread_count(rust_cache: Path) -> None:
@@ -436,12 +463,13 @@ def test_rollout_totals_do_not_depend_on_the_thread_count(rust_cache: Path) -> N
 
 def test_lane_kernel_only_for_specs_it_covers() -> None:
     """Draws (corridor's slippery floor), array fields (boards), several action kinds or no f32 arithmetic:
-    the scalar path."""
+    the scalar path. The two with a kernel have scalar fields and one player, so their states are packed too."""
     from envc.lower_rust.emit import Analysis
     from envc.lower_rust.lanes import plan
 
     got = {p.stem for p in SPECS if plan(spec := envc.load(str(p)), Analysis(spec)) is not None}
     assert got == {"cartpole", "thruster"}
+    assert {p.stem: lane_mode(envc.load(str(p))) for p in SPECS if p.stem in got} == dict.fromkeys(got, "packed")
 
 
 def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:

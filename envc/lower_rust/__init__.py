@@ -70,6 +70,7 @@ class Lowering:
         self.names = Names()
         self.an = Analysis(spec)
         self.lane_plan = lanes.plan(spec, self.an)
+        self.packed = lanes.packed(spec, self.lane_plan)
         self.names.reserve("item", "Spec")
         for a in spec.actions:  # each kind's generated functions, before any spec function is named
             kind = self.names.get("kind", a.name)
@@ -399,14 +400,14 @@ class Lowering:
         )
         local = f"(ids[l] - {a.offset})" if a.offset else "ids[l]"
         values = self.decode(a, local)
-        fields = [self.names.get("field", f.name) for f in p.fields]
+        fields = [self.names.get("field", f.name) for f in self.lane_fields()]
         writes = [self.names.get("field", f.name) for f in p.writes]
         load = Function(
             "load_lane",
             "ln: &mut Lanes, l: usize, st: &State",
             "",
             [f"    ln.{name}[l] = st.{name};" for name in fields],
-            ["/// Copy the kernel's fields of `st` into lane `l`."],
+            ["/// Copy the fields in `Lanes` of `st` into lane `l`."],
         )
         store = Function(
             "store_lane",
@@ -429,7 +430,66 @@ class Lowering:
             body,
             ["/// `apply_action` then `apply_rules` on every lane (ids in range and legal)."],
         )
-        return [kernel, load, store, wrapper]
+        return [kernel, load, store, wrapper, *self.pack_functions()]
+
+    def lane_fields(self) -> list[ir.FieldInfo]:
+        """The fields in `Lanes`: every field when packed, else the kernel's."""
+        assert self.lane_plan is not None
+        return list(self.spec.fields) if self.packed else list(self.lane_plan.fields)
+
+    def pack_functions(self) -> list[Function]:
+        """`unpack_lane`, `step_pack` and `pack_rows`, when the batch packs the states (`lanes.packed`)."""
+        if not self.packed:
+            return []
+        spec = self.spec
+        fields = [self.names.get("field", f.name) for f in spec.fields]
+        unpack = Function(
+            "unpack_lane",
+            "ln: &Lanes, l: usize, st: &mut State",
+            "",
+            [f"    st.{name} = ln.{name}[l];" for name in fields],
+            ["/// Copy lane `l` into `st` (every field)."],
+        )
+        count = self.names.get("field", "step_count")
+        step = Function(
+            "step_pack",
+            "ln: &mut Lanes, prm: &Params, ids: &[usize; LANES]",
+            "",
+            [
+                "    for l in 0..LANES {",
+                f"        ln.{count}[l] = ln.{count}[l].wrapping_add(1);",
+                "    }",
+                "    apply_lanes(ln, prm, ids);",
+            ],
+            ["/// Count a step on every lane, then `apply_lanes`."],
+        )
+        em = lanes.LaneEmitter(spec, self.names, self.an, ())
+        ctx = Ctx(None, {})
+        em.line("for l in 0..LANES {")
+        with em.indented():
+            em.line(f"rows.reward[l] = {conv(em.expr(spec.reward, ctx), spec.reward.ty, ir.F32, self.enums)};")
+            em.line(f"rows.terminated[l] = {em.expr(spec.terminated, ctx)};")
+            em.line(f"rows.truncated[l] = {em.expr(spec.truncated, ctx)};")
+        em.line("}")
+        em.line("for l in 0..LANES {")
+        with em.indented():
+            em.line("rows.obs[l] = Obs::default();")
+            em.block(spec.observation, Ctx(None, {}, obs=True))
+        em.line("}")
+        code = (spec.reward, spec.terminated, spec.truncated, spec.observation)
+        prm = "prm" if self.an.uses(code, "params") else "_prm"
+        out = Function(
+            "pack_rows",
+            f"ln: &Lanes, {prm}: &Params, rows: &mut rt::LaneRows<Obs>",
+            "",
+            em.lines,
+            [
+                "/// Every lane's reward, ends and observation.",
+                "/// Not inlined, for the same reason as `lane_kernel`.",
+            ],
+            inline="inline(never)",
+        )
+        return [unpack, step, out]
 
     # ---- declarations -------------------------------------------------------
     def value(self, v: bool | int | float, ty: ir.Ty) -> str:
@@ -545,7 +605,9 @@ class Lowering:
             "rust_str": rust_str,
             "lanes": None
             if self.lane_plan is None
-            else [(self.names.get("field", f.name), self.ty(f.ty)) for f in self.lane_plan.fields],
+            else [(self.names.get("field", f.name), self.ty(f.ty)) for f in self.lane_fields()],
+            "packed": self.packed,
+            "always_legal": all(isinstance(a.legal, ir.Lit) and a.legal.value is True for a in spec.actions),
         }
 
 

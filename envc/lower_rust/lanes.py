@@ -7,6 +7,11 @@ loop over the lanes; the written fields are scattered back. Each lane runs exact
 `apply_action` then `apply_rules`, in order, and Rust never fuses or reassociates f32 operations, so results are
 bit for bit those of the scalar path. The kernel is `#[inline(never)]`: inlined into the batch loop, LLVM's SLP
 vectorizer no longer sees the lane arrays as whole vectors.
+
+A spec whose every field is scalar, with one player and a reward, ends and observation of fields alone, is also
+packed: the batch stores its states `LANES` to a `Lanes` (struct of arrays, no gather or scatter) and `step_pack`
+runs the whole step there, counting the step, blending the kernel's result into the lanes that act legally, and
+computing every lane's reward, ends and observation.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 
 from envc import ir
 from envc.ir import DType
-from envc.lower_rust.emit import RUST, Analysis, Ctx, Emitter, Names
+from envc.lower_rust.emit import RUST, Analysis, Ctx, Emitter, Names, paren
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,40 @@ def plan(spec: ir.SpecIR, an: Analysis) -> LanePlan | None:
         return None
     order = [f for f in spec.fields if f.name in writes | _fields(code, scalar, ir.Read)]
     return LanePlan(kind, spec.rules, tuple(order), tuple(f for f in order if f.name in writes))
+
+
+def packed(spec: ir.SpecIR, p: LanePlan | None) -> bool:
+    """Whether the batch keeps the states packed in lanes and runs whole steps there (`step_pack`): it needs a
+    kernel, scalar fields only, one player whose `current_player` no code changes, and a reward, ends and
+    observation (element assignments) that read fields and params only."""
+    if p is None or spec.players != 1 or any(f.ty.shape for f in spec.fields):
+        return False
+    scalar = {f.name: f for f in spec.fields}
+    ends = (spec.reward, spec.terminated, spec.truncated)
+    if not all(_expr(e, scalar) and not _has_local(e) for e in ends):
+        return False
+    for s in spec.observation:
+        if not (
+            isinstance(s, ir.Assign)
+            and s.target.space == "obs"
+            and not s.target.ty.shape
+            and all(isinstance(i, ir.Lit) for i in s.target.index)
+            and _expr(s.value, scalar)
+            and not _has_local(s.value)
+        ):
+            return False
+    code = (spec.reset, *(a.effect for a in spec.actions), *(r.body for r in spec.rules))
+    return "current_player" not in _fields(code + tuple(c.body for c in spec.callables), scalar, ir.Target)
+
+
+def _has_local(node: object) -> bool:
+    if isinstance(node, tuple):
+        return any(_has_local(x) for x in node)
+    if isinstance(node, ir.Local):
+        return True
+    if not isinstance(node, (ir._Expr, ir._Stmt, ir.Target)):
+        return False
+    return any(_has_local(getattr(node, k)) for k in type(node).model_fields if k not in ("ty", "span"))
 
 
 def always(r: ir.RuleInfo) -> bool:
@@ -135,7 +174,16 @@ class LaneEmitter(Emitter):
         return f"{ident}[l]" if name in self.lanes else ident
 
     def storage(self, space: str, name: str) -> str:
-        return f"ln.{self.field(name)}[l]" if space == "state" else super().storage(space, name)
+        if space == "state":
+            return f"ln.{self.field(name)}[l]"
+        if space == "obs":
+            return f"rows.obs[l].{self.names.get('obs', name)}"
+        return super().storage(space, name)
+
+    def x_binary(self, e: ir.Binary, ctx: Ctx) -> str:
+        if e.op in ("and", "or"):  # lane code is pure and total: both sides, no branch, so the loop vectorizes
+            return f"{paren(self.expr(e.a, ctx))} {'&' if e.op == 'and' else '|'} {paren(self.expr(e.b, ctx))}"
+        return super().x_binary(e, ctx)
 
     def top(self, s: ir.Stmt, ctx: Ctx) -> None:
         """One top-level statement, run over every lane."""

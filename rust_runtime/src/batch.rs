@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use crate::env::{admit, conclude, finish, step, Action, Env, ObsRows, LANES};
+use crate::env::{admit, conclude, finish, step, Action, Env, LaneRows, ObsRows, LANES};
 use crate::gang::Gang;
 use crate::rng::{fold_in, key_from_seed, Key, Wyrand};
 
@@ -64,9 +64,8 @@ impl<'a, R: ObsRows> Out<'a, R> {
     }
 }
 
-/// One sub-environment: its state and where it is in its key stream.
-pub struct Slot<E: Env> {
-    pub st: E::State,
+/// Where a sub-environment is in its key stream (its state lives apart: see [`Part`]).
+struct Slot {
     id: usize,
     base: Key,
     episode: u32,
@@ -75,10 +74,9 @@ pub struct Slot<E: Env> {
     done: bool,
 }
 
-impl<E: Env> Slot<E> {
+impl Slot {
     fn new(id: usize) -> Self {
         Slot {
-            st: E::fresh(),
             id,
             base: key_from_seed(id as i64),
             episode: 0,
@@ -88,8 +86,8 @@ impl<E: Env> Slot<E> {
         }
     }
 
-    /// Start the next episode of this sub-environment.
-    fn restart(&mut self, prm: &E::Params) {
+    /// Start the next episode of this sub-environment, its first state into `st`.
+    fn restart<E: Env>(&mut self, prm: &E::Params, st: &mut E::State) {
         let ek = fold_in(self.base, self.episode);
         self.episode = self.episode.wrapping_add(1);
         if E::STEP_DRAWS {
@@ -97,8 +95,8 @@ impl<E: Env> Slot<E> {
         }
         self.t = 0;
         self.done = false;
-        self.st = E::fresh();
-        E::reset(&mut self.st, prm, fold_in(ek, 0));
+        *st = E::fresh();
+        E::reset(st, prm, fold_in(ek, 0));
     }
 
     /// Reseed: the next restart is episode 0 of `seed`.
@@ -108,13 +106,74 @@ impl<E: Env> Slot<E> {
     }
 
     #[inline]
-    fn step_key(&mut self) -> Key {
+    fn step_key<E: Env>(&mut self) -> Key {
         self.t = self.t.wrapping_add(1);
         if E::STEP_DRAWS {
             fold_in(self.stream, self.t)
         } else {
             [0, 0]
         }
+    }
+}
+
+/// A contiguous run of sub-environments: their slots and their states, one per env or, for an [`Env::PACKED`]
+/// spec, packed: env `i` is lane `i % LANES` of `packs[i / LANES]` (the last pack may have unused lanes).
+struct Part<'a, E: Env> {
+    slots: &'a mut [Slot],
+    states: &'a mut [E::State],
+    packs: &'a mut [E::Lanes],
+}
+
+impl<'a, E: Env> Part<'a, E> {
+    /// Envs `..n` and envs `n..` (`n` a multiple of `LANES` when packed).
+    fn split_at(self, n: usize) -> (Self, Self) {
+        let (s1, s2) = self.slots.split_at_mut(n);
+        let (t1, t2) = self.states.split_at_mut(if E::PACKED { 0 } else { n });
+        let (p1, p2) = self
+            .packs
+            .split_at_mut(if E::PACKED { n / LANES } else { 0 });
+        (
+            Part {
+                slots: s1,
+                states: t1,
+                packs: p1,
+            },
+            Part {
+                slots: s2,
+                states: t2,
+                packs: p2,
+            },
+        )
+    }
+
+    /// Restart env `i`; a packed env's new state goes through `tmp`. Returns the new state.
+    fn restart<'s>(&'s mut self, prm: &E::Params, i: usize, tmp: &'s mut E::State) -> &'s E::State {
+        if E::PACKED {
+            self.slots[i].restart::<E>(prm, tmp);
+            E::load_lane(&mut self.packs[i / LANES], i % LANES, tmp);
+            tmp
+        } else {
+            self.slots[i].restart::<E>(prm, &mut self.states[i]);
+            &self.states[i]
+        }
+    }
+
+    /// `f` on env `i`'s slot and state (a packed env's state unpacked into `tmp` and packed again after).
+    #[inline]
+    fn with<T>(
+        &mut self,
+        i: usize,
+        tmp: &mut E::State,
+        f: impl FnOnce(&mut Slot, &mut E::State) -> T,
+    ) -> T {
+        if !E::PACKED {
+            return f(&mut self.slots[i], &mut self.states[i]);
+        }
+        let (pack, l) = (&mut self.packs[i / LANES], i % LANES);
+        E::unpack_lane(pack, l, tmp);
+        let got = f(&mut self.slots[i], tmp);
+        E::load_lane(pack, l, tmp);
+        got
     }
 }
 
@@ -152,7 +211,11 @@ const MIN_ENVS_PER_THREAD: usize = 32;
 /// `num_envs` sub-environments and the threads that step them (see [`Gang`]).
 pub struct Batch<E: Env> {
     pub prm: E::Params,
-    slots: Vec<Slot<E>>,
+    slots: Vec<Slot>,
+    /// One state per env, unless the spec is packed.
+    states: Vec<E::State>,
+    /// `LANES` states per pack when the spec is packed.
+    packs: Vec<E::Lanes>,
     gang: Gang,
 }
 
@@ -164,10 +227,20 @@ impl<E: Env> Batch<E> {
         }
         let threads =
             threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let slots = (0..num_envs).map(Slot::new).collect();
+        let (states, packs) = if E::PACKED {
+            let packs = num_envs.div_ceil(LANES);
+            (
+                Vec::new(),
+                (0..packs).map(|_| E::Lanes::default()).collect(),
+            )
+        } else {
+            ((0..num_envs).map(|_| E::fresh()).collect(), Vec::new())
+        };
         Ok(Batch {
             prm,
-            slots,
+            slots: (0..num_envs).map(Slot::new).collect(),
+            states,
+            packs,
             gang: Gang::new(threads)?,
         })
     }
@@ -181,41 +254,55 @@ impl<E: Env> Batch<E> {
     }
 
     /// The state of sub-environment `i`.
-    pub fn state(&self, i: usize) -> &E::State {
-        &self.slots[i].st
+    pub fn state(&self, i: usize) -> E::State {
+        if E::PACKED {
+            let mut st = E::fresh();
+            E::unpack_lane(&self.packs[i / LANES], i % LANES, &mut st);
+            st
+        } else {
+            self.states[i].clone()
+        }
     }
 
-    /// Run `leaf` over the slots split into one contiguous part per thread (`split(out, n)` cuts `out` after
-    /// `n` rows), merging the parts' results in order. Results never depend on the split (a rollout's return
-    /// sums only up to the order of f64 additions).
+    /// Run `leaf` over the envs split into one contiguous part per thread (`split(out, n)` cuts `out` after
+    /// `n` rows; a packed spec's parts hold whole packs), merging the parts' results in order. Results never
+    /// depend on the split (a rollout's return sums only up to the order of f64 additions).
     fn run<O: Send, R: Send + Default>(
         &mut self,
         out: O,
         split: impl Fn(O, usize) -> (O, O),
-        leaf: impl Fn(&E::Params, &mut [Slot<E>], O) -> R + Sync,
+        leaf: impl Fn(&E::Params, Part<'_, E>, O) -> R + Sync,
         merge: impl Fn(R, R) -> R,
     ) -> R {
         let n = self.slots.len();
         let parts = self.gang.threads().min(n / MIN_ENVS_PER_THREAD).max(1);
+        let whole = Part {
+            slots: &mut self.slots[..],
+            states: &mut self.states[..],
+            packs: &mut self.packs[..],
+        };
         if parts == 1 {
-            return leaf(&self.prm, &mut self.slots, out);
+            return leaf(&self.prm, whole, out);
         }
         let mut pieces = Vec::with_capacity(parts);
-        let (mut slots, mut out, mut start) = (&mut self.slots[..], out, 0);
+        let (mut rest, mut out, mut start) = (whole, out, 0);
         for p in 1..parts {
-            let end = n * p / parts;
-            let (head, tail) = slots.split_at_mut(end - start);
+            let mut end = n * p / parts;
+            if E::PACKED {
+                end -= end % LANES;
+            }
+            let (head, tail) = rest.split_at(end - start);
             let (o_head, o_tail) = split(out, end - start);
             pieces.push(Mutex::new(Some((head, o_head))));
-            (slots, out, start) = (tail, o_tail, end);
+            (rest, out, start) = (tail, o_tail, end);
         }
-        pieces.push(Mutex::new(Some((slots, out))));
+        pieces.push(Mutex::new(Some((rest, out))));
         let results: Vec<Mutex<R>> = (0..parts).map(|_| Mutex::new(R::default())).collect();
         let prm = &self.prm;
         self.gang.run(parts, &|p| {
             let piece = pieces[p].lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some((slots, out)) = piece {
-                *results[p].lock().unwrap_or_else(|e| e.into_inner()) = leaf(prm, slots, out);
+            if let Some((part, out)) = piece {
+                *results[p].lock().unwrap_or_else(|e| e.into_inner()) = leaf(prm, part, out);
             }
         });
         results
@@ -235,11 +322,11 @@ impl<E: Env> Batch<E> {
         self.run(
             out,
             |o, n| o.split_rows::<E>(n),
-            |prm, slots, mut out| {
-                let mut obs = E::Obs::default();
-                for (i, slot) in slots.iter_mut().enumerate() {
-                    slot.restart(prm);
-                    write_row::<E, R>(prm, slot, &mut out, i, None, &mut obs);
+            |prm, mut part, mut out| {
+                let (mut obs, mut tmp) = (E::Obs::default(), E::fresh());
+                for i in 0..part.slots.len() {
+                    let st = part.restart(prm, i, &mut tmp);
+                    write_row::<E, R>(prm, st, false, &mut out, i, None, &mut obs);
                 }
             },
             |_, _| (),
@@ -269,42 +356,52 @@ impl<E: Env> Batch<E> {
                 let (o1, o2) = o.split_rows::<E>(n);
                 ((a1, o1), (a2, o2))
             },
-            |prm, slots, (actions, mut out)| {
-                let mut obs = E::Obs::default();
+            |prm, mut part, (actions, mut out)| {
+                let (mut obs, mut tmp) = (E::Obs::default(), E::fresh());
+                let n = part.slots.len();
                 let mut start = 0;
                 if let (true, Actions::Discrete(ids)) = (kernel_steps::<E>(), actions) {
-                    start = slots.len() / LANES * LANES;
-                    let chunks = slots.chunks_exact_mut(LANES).zip(ids.chunks_exact(LANES));
-                    for (c, (chunk, ids)) in chunks.enumerate() {
-                        let ids = ids.try_into().expect("a chunk of LANES");
-                        step_lanes::<E, R>(
-                            prm,
-                            lanes_of(chunk),
-                            ids,
-                            &mut out,
-                            c * LANES,
-                            &mut obs,
-                        );
+                    start = n / LANES * LANES;
+                    let chunks = part
+                        .slots
+                        .chunks_exact_mut(LANES)
+                        .zip(ids.chunks_exact(LANES));
+                    if E::PACKED {
+                        let mut rows = LaneRows::default();
+                        for (c, ((slots, ids), pack)) in
+                            chunks.zip(part.packs.iter_mut()).enumerate()
+                        {
+                            let ids = ids.try_into().expect("a chunk of LANES");
+                            let (slots, first) = (lanes_of(slots), c * LANES);
+                            step_packed::<E, R>(
+                                prm, slots, pack, ids, &mut out, first, &mut rows, &mut tmp,
+                            );
+                        }
+                    } else {
+                        let states = part.states.chunks_exact_mut(LANES);
+                        for (c, ((slots, ids), states)) in chunks.zip(states).enumerate() {
+                            let ids = ids.try_into().expect("a chunk of LANES");
+                            let (slots, states) = (lanes_of(slots), lanes_of(states));
+                            step_lanes::<E, R>(
+                                prm,
+                                slots,
+                                states,
+                                ids,
+                                &mut out,
+                                c * LANES,
+                                &mut obs,
+                            );
+                        }
                     }
                 }
-                for (i, slot) in slots.iter_mut().enumerate().skip(start) {
-                    if slot.done {
-                        slot.restart(prm);
-                        write_row::<E, R>(prm, slot, &mut out, i, None, &mut obs);
-                        continue;
-                    }
+                for i in start..n {
                     let action = match actions {
                         Actions::Discrete(v) => Action::Discrete(v[i]),
                         Actions::Box(v) => Action::Box(&v[i * width..(i + 1) * width]),
                     };
-                    let acting = E::current_player(&slot.st);
-                    let key = slot.step_key();
-                    let rewards = &mut out.rewards[i * E::NUM_PLAYERS..(i + 1) * E::NUM_PLAYERS];
-                    let (term, trunc) = step::<E>(&mut slot.st, prm, action, key, rewards);
-                    slot.done = term || trunc;
-                    out.terminated[i] = term;
-                    out.truncated[i] = trunc;
-                    write_row::<E, R>(prm, slot, &mut out, i, Some(acting), &mut obs);
+                    part.with(i, &mut tmp, |slot, st| {
+                        step_one::<E, R>(prm, slot, st, action, &mut out, i, &mut obs)
+                    });
                 }
             },
             |_, _| (),
@@ -319,71 +416,81 @@ impl<E: Env> Batch<E> {
         self.run(
             (),
             |_, _| ((), ()),
-            |prm, slots, ()| {
-                let n = slots.len();
+            |prm, mut part, ()| {
+                let n = part.slots.len();
+                let p = E::NUM_PLAYERS;
                 let mut masks = vec![false; n * a];
                 let mut obs = vec![E::Obs::default(); n];
-                let mut rewards = vec![0.0f32; E::NUM_PLAYERS];
+                let mut rewards = vec![0.0f32; LANES * p];
                 let mut action = vec![0.0f32; E::ACTION_SIZE];
                 let mut ids = Vec::with_capacity(a);
+                let mut tmp = E::fresh();
+                let mut rows = LaneRows::default();
                 let mut stats = RolloutStats {
-                    return_sum: vec![0.0; E::NUM_PLAYERS],
+                    return_sum: vec![0.0; p],
                     ..Default::default()
                 };
-                let mut rngs: Vec<Wyrand> = slots
+                let mut rngs: Vec<Wyrand> = part
+                    .slots
                     .iter()
                     .map(|s| Wyrand(seed ^ (s.id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)))
                     .collect();
-                for (i, slot) in slots.iter_mut().enumerate() {
-                    slot.restart(prm);
-                    finish::<E>(
-                        &slot.st,
-                        prm,
-                        false,
-                        &mut masks[i * a..(i + 1) * a],
-                        &mut obs[i],
-                    );
+                for i in 0..n {
+                    let st = part.restart(prm, i, &mut tmp);
+                    finish::<E>(st, prm, false, &mut masks[i * a..(i + 1) * a], &mut obs[i]);
                 }
-                let lanes = kernel_steps::<E>() && a > 0;
-                let p = E::NUM_PLAYERS;
-                let mut lane_rewards = vec![0.0f32; LANES * p];
+                let start = if kernel_steps::<E>() && a > 0 {
+                    n / LANES * LANES
+                } else {
+                    0
+                };
                 for _ in 0..steps {
-                    let mut start = 0;
-                    if lanes {
-                        start = n / LANES * LANES;
-                        let chunks = slots
-                            .chunks_exact_mut(LANES)
-                            .zip(masks.chunks_exact_mut(LANES * a))
-                            .zip(rngs.chunks_exact_mut(LANES));
-                        for (((chunk, masks), rngs), obs) in chunks.zip(obs.chunks_exact_mut(LANES))
-                        {
-                            let chunk = lanes_of(chunk);
-                            let (mut legal, mut id) = ([false; LANES], [0usize; LANES]);
-                            let rows = chunk.iter_mut().zip(masks.chunks_exact(a)).zip(rngs);
-                            for (l, (((slot, mask), rng), rewards)) in
-                                rows.zip(lane_rewards.chunks_exact_mut(p)).enumerate()
-                            {
-                                let act = random_legal(rng, mask, &mut ids) as i64;
-                                slot.step_key();
-                                if let Some(x) = admit::<E>(&mut slot.st, prm, act, rewards) {
-                                    (legal[l], id[l]) = (true, x);
+                    for c in 0..start / LANES {
+                        let span = c * LANES..(c + 1) * LANES;
+                        let mut act = [0i64; LANES];
+                        for (l, i) in span.clone().enumerate() {
+                            act[l] = if E::ALWAYS_LEGAL {
+                                rngs[i].below(a as u32) as i64 // what `random_legal` draws from an all-true mask
+                            } else {
+                                random_legal(&mut rngs[i], &masks[i * a..(i + 1) * a], &mut ids)
+                                    as i64
+                            };
+                        }
+                        let slots = lanes_of(&mut part.slots[span.clone()]);
+                        let ends = if E::PACKED {
+                            let pack = &mut part.packs[c];
+                            roll_packed::<E>(
+                                prm,
+                                slots,
+                                pack,
+                                &act,
+                                &mut rows,
+                                &mut rewards,
+                                &mut tmp,
+                            )
+                        } else {
+                            let states = lanes_of(&mut part.states[span.clone()]);
+                            roll_lanes::<E>(prm, slots, states, &act, &mut rewards)
+                        };
+                        for (l, i) in span.enumerate() {
+                            let mask = &mut masks[i * a..(i + 1) * a];
+                            if settle(&rewards[l * p..(l + 1) * p], ends[l], &mut stats) {
+                                let st = part.restart(prm, i, &mut tmp);
+                                finish::<E>(st, prm, false, mask, &mut obs[i]);
+                            } else if !E::PACKED {
+                                finish::<E>(&part.states[i], prm, false, mask, &mut obs[i]);
+                            } else {
+                                obs[i] = rows.obs[l].clone();
+                                if !E::ALWAYS_LEGAL {
+                                    // (an always-legal spec's masks stay all true)
+                                    mask.fill(false);
+                                    E::unpack_lane(&part.packs[c], l, &mut tmp);
+                                    E::legal_mask(&tmp, prm, mask);
                                 }
-                            }
-                            run_lanes::<E>(prm, chunk, &id, &legal);
-                            let rows = chunk.iter_mut().zip(masks.chunks_exact_mut(a)).zip(obs);
-                            for (l, (((slot, mask), obs), rewards)) in
-                                rows.zip(lane_rewards.chunks_exact_mut(p)).enumerate()
-                            {
-                                let ends = if legal[l] {
-                                    conclude::<E>(&slot.st, prm, rewards)
-                                } else {
-                                    (true, false)
-                                };
-                                settle::<E>(prm, slot, rewards, ends, &mut stats, mask, obs);
                             }
                         }
                     }
-                    for (i, slot) in slots.iter_mut().enumerate().skip(start) {
+                    for i in start..n {
                         let mask = &mut masks[i * a..(i + 1) * a];
                         let rng = &mut rngs[i];
                         let act = if a > 0 {
@@ -394,9 +501,17 @@ impl<E: Env> Batch<E> {
                             }
                             Action::Box(&action)
                         };
-                        let key = slot.step_key();
-                        let ends = step::<E>(&mut slot.st, prm, act, key, &mut rewards);
-                        settle::<E>(prm, slot, &rewards, ends, &mut stats, mask, &mut obs[i]);
+                        let r = &mut rewards[..p];
+                        let ends = part.with(i, &mut tmp, |slot, st| {
+                            step::<E>(st, prm, act, slot.step_key::<E>(), r)
+                        });
+                        if settle(r, ends, &mut stats) {
+                            let st = part.restart(prm, i, &mut tmp);
+                            finish::<E>(st, prm, false, mask, &mut obs[i]);
+                        } else {
+                            let o = &mut obs[i];
+                            part.with(i, &mut tmp, |_, st| finish::<E>(st, prm, false, mask, o));
+                        }
                     }
                 }
                 stats.steps = (steps * n) as u64;
@@ -407,12 +522,39 @@ impl<E: Env> Batch<E> {
     }
 }
 
-/// [`Batch::step`] for the `LANES` slots of `chunk` (rows `first..`) with the spec's lane kernel: slots that
+/// One step of env `i` on the scalar path (see [`Batch::step`]).
+#[inline]
+fn step_one<E: Env, R: ObsRows<Obs = E::Obs>>(
+    prm: &E::Params,
+    slot: &mut Slot,
+    st: &mut E::State,
+    action: Action<'_>,
+    out: &mut Out<'_, R>,
+    i: usize,
+    obs: &mut E::Obs,
+) {
+    if slot.done {
+        slot.restart::<E>(prm, st);
+        write_row::<E, R>(prm, st, false, out, i, None, obs);
+        return;
+    }
+    let acting = E::current_player(st);
+    let key = slot.step_key::<E>();
+    let rewards = &mut out.rewards[i * E::NUM_PLAYERS..(i + 1) * E::NUM_PLAYERS];
+    let (term, trunc) = step::<E>(st, prm, action, key, rewards);
+    slot.done = term || trunc;
+    out.terminated[i] = term;
+    out.truncated[i] = trunc;
+    write_row::<E, R>(prm, st, slot.done, out, i, Some(acting), obs);
+}
+
+/// [`Batch::step`] for the `LANES` envs of a chunk (rows `first..`) with the spec's lane kernel: envs that
 /// restart or act illegally go the scalar way, the others through one [`Env::apply_lanes`] call.
 #[inline]
 fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
-    chunk: &mut [Slot<E>; LANES],
+    slots: &mut [Slot; LANES],
+    states: &mut [E::State; LANES],
     ids: &[i64; LANES],
     out: &mut Out<'_, R>,
     first: usize,
@@ -423,72 +565,256 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
     let mut id = [0usize; LANES];
     let mut acting = [0i32; LANES];
     for l in 0..LANES {
-        let (slot, i) = (&mut chunk[l], first + l);
+        let (slot, st, i) = (&mut slots[l], &mut states[l], first + l);
         if slot.done {
-            slot.restart(prm);
-            write_row::<E, R>(prm, slot, out, i, None, obs);
+            slot.restart::<E>(prm, st);
+            write_row::<E, R>(prm, st, false, out, i, None, obs);
             continue;
         }
-        acting[l] = E::current_player(&slot.st);
-        slot.step_key();
+        acting[l] = E::current_player(st);
+        slot.step_key::<E>();
         let rewards = &mut out.rewards[i * p..(i + 1) * p];
-        match admit::<E>(&mut slot.st, prm, ids[l], rewards) {
+        match admit::<E>(st, prm, ids[l], rewards) {
             Some(a) => (legal[l], id[l]) = (true, a),
             None => {
                 slot.done = true;
                 out.terminated[i] = true;
                 out.truncated[i] = false;
-                write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+                write_row::<E, R>(prm, st, true, out, i, Some(acting[l]), obs);
             }
         }
     }
-    run_lanes::<E>(prm, chunk, &id, &legal);
+    run_lanes::<E>(prm, states, &id, &legal);
     for l in 0..LANES {
         if !legal[l] {
             continue;
         }
-        let (slot, i) = (&mut chunk[l], first + l);
-        let (term, trunc) = conclude::<E>(&slot.st, prm, &mut out.rewards[i * p..(i + 1) * p]);
+        let (slot, st, i) = (&mut slots[l], &states[l], first + l);
+        let (term, trunc) = conclude::<E>(st, prm, &mut out.rewards[i * p..(i + 1) * p]);
         slot.done = term || trunc;
         out.terminated[i] = term;
         out.truncated[i] = trunc;
-        write_row::<E, R>(prm, slot, out, i, Some(acting[l]), obs);
+        write_row::<E, R>(prm, st, slot.done, out, i, Some(acting[l]), obs);
     }
 }
 
-/// The effect and rules of the slots of `chunk` whose action is `legal` (id `ids[l]`), through one
-/// [`Env::apply_lanes`] call (the other lanes compute on their slots' states too, and are dropped).
+/// The effect and rules of the `states` whose action is `legal` (id `ids[l]`), through one
+/// [`Env::apply_lanes`] call (the other lanes compute on their states too, and are dropped).
 #[inline]
 fn run_lanes<E: Env>(
     prm: &E::Params,
-    chunk: &mut [Slot<E>; LANES],
+    states: &mut [E::State; LANES],
     ids: &[usize; LANES],
     legal: &[bool; LANES],
 ) {
     let mut ln = E::Lanes::default();
-    for (l, slot) in chunk.iter().enumerate() {
-        E::load_lane(&mut ln, l, &slot.st);
+    for (l, st) in states.iter().enumerate() {
+        E::load_lane(&mut ln, l, st);
     }
     E::apply_lanes(&mut ln, prm, ids);
-    for (l, slot) in chunk.iter_mut().enumerate() {
+    for (l, st) in states.iter_mut().enumerate() {
         if legal[l] {
-            E::store_lane(&ln, l, &mut slot.st);
+            E::store_lane(&ln, l, st);
         }
     }
 }
 
-/// The end of a rollout step of `slot`: its rewards and ends into `stats`, a restart if it ended, and its next
-/// legal mask and observation.
+/// [`Batch::step`] for a pack (rows `first..`): its envs count the step and check their action one at a time,
+/// then [`Env::step_pack`] steps every lane and [`Env::pack_rows`] computes every row. A lane that acted
+/// illegally gets its state back (with the step counted), and a lane that restarts its fresh state, in between.
 #[inline]
-fn settle<E: Env>(
+#[allow(clippy::too_many_arguments)]
+fn step_packed<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
-    slot: &mut Slot<E>,
-    rewards: &[f32],
-    (term, trunc): (bool, bool),
-    stats: &mut RolloutStats,
-    mask: &mut [bool],
-    obs: &mut E::Obs,
+    slots: &mut [Slot; LANES],
+    pack: &mut E::Lanes,
+    ids: &[i64; LANES],
+    out: &mut Out<'_, R>,
+    first: usize,
+    rows: &mut LaneRows<E::Obs>,
+    tmp: &mut E::State,
 ) {
+    let (mut restart, mut legal, mut id) = ([false; LANES], [false; LANES], [0usize; LANES]);
+    for (l, slot) in slots.iter_mut().enumerate() {
+        restart[l] = slot.done;
+        if !slot.done {
+            slot.step_key::<E>();
+            (legal[l], id[l]) = check::<E>(prm, pack, l, ids[l], tmp);
+        }
+    }
+    let odd = legal != [true; LANES];
+    advance::<E>(prm, pack, &id, &legal, &restart, tmp);
+    for (l, slot) in slots.iter_mut().enumerate() {
+        if restart[l] {
+            slot.restart::<E>(prm, tmp);
+            E::load_lane(pack, l, tmp);
+        }
+    }
+    E::pack_rows(pack, prm, rows);
+    let (cp, pen) = penalty::<E>();
+    if odd {
+        // A restart's row: reward 0, not ended; an illegal action's: the penalty, terminated (as `admit` has it).
+        for l in (0..LANES).filter(|&l| !legal[l]) {
+            rows.reward[l] = if restart[l] { 0.0 } else { pen };
+            rows.terminated[l] = !restart[l];
+            rows.truncated[l] = false;
+        }
+    }
+    let span = first..first + LANES;
+    out.rewards[span.clone()].copy_from_slice(&rows.reward);
+    if cp == 0 {
+        out.reward[span.clone()].copy_from_slice(&rows.reward);
+    } else {
+        out.reward[span.clone()].fill(0.0);
+    }
+    out.terminated[span.clone()].copy_from_slice(&rows.terminated);
+    out.truncated[span.clone()].copy_from_slice(&rows.truncated);
+    out.current_player[span].fill(cp);
+    for (l, slot) in slots.iter_mut().enumerate() {
+        slot.done = rows.terminated[l] | rows.truncated[l];
+    }
+    let a = E::NUM_ACTIONS;
+    let masks = out.mask[first * a..(first + LANES) * a].chunks_exact_mut(a);
+    for (l, (mask, slot)) in masks.zip(slots.iter()).enumerate() {
+        mask.fill(E::ALWAYS_LEGAL || slot.done);
+        if !E::ALWAYS_LEGAL && !slot.done {
+            E::unpack_lane(pack, l, tmp);
+            E::legal_mask(tmp, prm, mask);
+        }
+    }
+    out.obs.put_lanes(first, &rows.obs);
+}
+
+/// [`Env::step_pack`] with ids `id`, after which a lane that is neither `legal` nor restarting gets its state
+/// back with only the step counted (the kernel ran on it too).
+#[inline]
+fn advance<E: Env>(
+    prm: &E::Params,
+    pack: &mut E::Lanes,
+    id: &[usize; LANES],
+    legal: &[bool; LANES],
+    restart: &[bool; LANES],
+    tmp: &mut E::State,
+) {
+    if (0..LANES).all(|l| legal[l] || restart[l]) {
+        E::step_pack(pack, prm, id);
+        return;
+    }
+    let before = pack.clone();
+    E::step_pack(pack, prm, id);
+    for l in (0..LANES).filter(|&l| !legal[l] && !restart[l]) {
+        E::unpack_lane(&before, l, tmp);
+        let count = E::step_count(tmp);
+        *count = count.wrapping_add(1);
+        E::load_lane(pack, l, tmp);
+    }
+}
+
+/// A rollout step of a pack (no env is done): returns each env's ends, with its reward in `rewards[l]`.
+#[inline]
+fn roll_packed<E: Env>(
+    prm: &E::Params,
+    slots: &mut [Slot; LANES],
+    pack: &mut E::Lanes,
+    act: &[i64; LANES],
+    rows: &mut LaneRows<E::Obs>,
+    rewards: &mut [f32],
+    tmp: &mut E::State,
+) -> [(bool, bool); LANES] {
+    let (mut legal, mut id) = ([false; LANES], [0usize; LANES]);
+    for (l, slot) in slots.iter_mut().enumerate() {
+        slot.step_key::<E>();
+        (legal[l], id[l]) = check::<E>(prm, pack, l, act[l], tmp);
+    }
+    advance::<E>(prm, pack, &id, &legal, &[false; LANES], tmp);
+    E::pack_rows(pack, prm, rows);
+    let pen = penalty::<E>().1;
+    let mut ends = [(true, false); LANES];
+    for l in 0..LANES {
+        rewards[l] = if legal[l] { rows.reward[l] } else { pen };
+        if legal[l] {
+            ends[l] = (rows.terminated[l], rows.truncated[l]);
+        }
+    }
+    ends
+}
+
+/// A rollout step of a chunk through the lane kernel: returns each env's ends, its rewards in row `l` of
+/// `rewards`.
+#[inline]
+fn roll_lanes<E: Env>(
+    prm: &E::Params,
+    slots: &mut [Slot; LANES],
+    states: &mut [E::State; LANES],
+    act: &[i64; LANES],
+    rewards: &mut [f32],
+) -> [(bool, bool); LANES] {
+    let p = E::NUM_PLAYERS;
+    let (mut legal, mut id) = ([false; LANES], [0usize; LANES]);
+    for l in 0..LANES {
+        slots[l].step_key::<E>();
+        if let Some(x) = admit::<E>(
+            &mut states[l],
+            prm,
+            act[l],
+            &mut rewards[l * p..(l + 1) * p],
+        ) {
+            (legal[l], id[l]) = (true, x);
+        }
+    }
+    run_lanes::<E>(prm, states, &id, &legal);
+    let mut ends = [(true, false); LANES];
+    for l in 0..LANES {
+        if legal[l] {
+            ends[l] = conclude::<E>(&states[l], prm, &mut rewards[l * p..(l + 1) * p]);
+        }
+    }
+    ends
+}
+
+/// Whether env `l` of `pack` may take action id `a` (in range, and legal once the step is counted, as in
+/// [`admit`]), with the id to apply (0 when it may not).
+#[inline]
+fn check<E: Env>(
+    prm: &E::Params,
+    pack: &E::Lanes,
+    l: usize,
+    a: i64,
+    tmp: &mut E::State,
+) -> (bool, usize) {
+    if a < 0 || a >= E::NUM_ACTIONS as i64 {
+        return (false, 0);
+    }
+    if !E::ALWAYS_LEGAL {
+        E::unpack_lane(pack, l, tmp);
+        let count = E::step_count(tmp);
+        *count = count.wrapping_add(1);
+        if !E::is_legal(tmp, prm, a as usize) {
+            return (false, 0);
+        }
+    }
+    (true, a as usize)
+}
+
+/// A packed (single-player) spec's current player, which never changes, and its reward for an illegal action
+/// (as [`admit`] gives it).
+#[inline]
+fn penalty<E: Env>() -> (i32, f32) {
+    let cp = E::current_player(&E::fresh());
+    let pen = E::ILLEGAL_ACTION_PENALTY;
+    (
+        cp,
+        if cp == 0 {
+            pen
+        } else {
+            -pen * (E::NUM_PLAYERS as f32 - 1.0)
+        },
+    )
+}
+
+/// A rollout step's rewards and ends into `stats`; returns whether the episode ended.
+#[inline]
+fn settle(rewards: &[f32], (term, trunc): (bool, bool), stats: &mut RolloutStats) -> bool {
     for (s, r) in stats.return_sum.iter_mut().zip(rewards) {
         *s += *r as f64;
     }
@@ -496,9 +822,8 @@ fn settle<E: Env>(
         stats.episodes += 1;
         stats.terminated += term as u64;
         stats.truncated += trunc as u64;
-        slot.restart(prm);
     }
-    finish::<E>(&slot.st, prm, false, mask, obs);
+    term || trunc
 }
 
 /// A `chunks_exact(LANES)` chunk as an array.
@@ -536,10 +861,12 @@ fn random_legal(rng: &mut Wyrand, mask: &[bool], ids: &mut Vec<u32>) -> usize {
     ids[rng.below(ids.len() as u32) as usize] as usize
 }
 
+/// Row `i` of the outputs for state `st` (`done`: it ended), after a step of player `acting` or a restart.
 #[inline]
 fn write_row<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
-    slot: &Slot<E>,
+    st: &E::State,
+    done: bool,
     out: &mut Out<'_, R>,
     i: usize,
     acting: Option<i32>,
@@ -563,13 +890,7 @@ fn write_row<E: Env, R: ObsRows<Obs = E::Obs>>(
         }
     }
     let a = E::NUM_ACTIONS;
-    finish::<E>(
-        &slot.st,
-        prm,
-        slot.done,
-        &mut out.mask[i * a..(i + 1) * a],
-        obs,
-    );
+    finish::<E>(st, prm, done, &mut out.mask[i * a..(i + 1) * a], obs);
     out.obs.put(i, obs);
-    out.current_player[i] = E::current_player(&slot.st);
+    out.current_player[i] = E::current_player(st);
 }

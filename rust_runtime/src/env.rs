@@ -84,6 +84,33 @@ pub trait ObsRows: Send + Sized {
     fn split_at(self, n: usize) -> (Self, Self);
     /// Copy `obs` into row `i`.
     fn put(&mut self, i: usize, obs: &Self::Obs);
+    /// Copy `obs[l]` into row `first + l`, for every lane `l`.
+    #[inline]
+    fn put_lanes(&mut self, first: usize, obs: &[Self::Obs; LANES]) {
+        for (l, o) in obs.iter().enumerate() {
+            self.put(first + l, o);
+        }
+    }
+}
+
+/// What [`Env::step_pack`] computes for each of its `LANES` states: player 0's reward, the ends and the
+/// observation.
+pub struct LaneRows<O> {
+    pub reward: [f32; LANES],
+    pub terminated: [bool; LANES],
+    pub truncated: [bool; LANES],
+    pub obs: [O; LANES],
+}
+
+impl<O: Default> Default for LaneRows<O> {
+    fn default() -> Self {
+        LaneRows {
+            reward: [0.0; LANES],
+            terminated: [false; LANES],
+            truncated: [false; LANES],
+            obs: std::array::from_fn(|_| O::default()),
+        }
+    }
 }
 
 /// A compiled spec. Everything is a plain function of the state and the runtime parameters; the step
@@ -125,18 +152,30 @@ pub trait Env: Send + Sync + 'static {
     fn apply_box(_st: &mut Self::State, _prm: &Self::Params, _key: Key, _action: &[f32]) {}
     /// The state fields a lane kernel reads or writes, one array per field with an element per lane (`()` for a
     /// spec without a kernel).
-    type Lanes: Default;
+    type Lanes: Clone + Default + Send;
     /// Whether the spec has a lane kernel ([`Env::apply_lanes`]: its effects and rules lowered to run `LANES`
-    /// states in SIMD lanes); only for specs whose effects and rules never draw. The three lane methods below
-    /// are called only when it is set.
+    /// states in SIMD lanes); only for specs whose effects and rules never draw. The lane methods below are
+    /// called only when it is set.
     const LANE_KERNEL: bool = false;
-    /// Copy the kernel's fields of `st` into lane `l`.
+    /// Copy the fields in `Lanes` of `st` into lane `l`.
     fn load_lane(_ln: &mut Self::Lanes, _l: usize, _st: &Self::State) {}
     /// Copy the fields the kernel writes from lane `l` into `st`.
     fn store_lane(_ln: &Self::Lanes, _l: usize, _st: &mut Self::State) {}
     /// Effect of the (in range, legal) ids `ids` then the rules on every lane: each lane ends as `apply` then
     /// `rules` leave the state loaded into it.
     fn apply_lanes(_ln: &mut Self::Lanes, _prm: &Self::Params, _ids: &[usize; LANES]) {}
+    /// Whether the batch keeps this spec's states packed, `LANES` to a `Lanes` (which then holds every field),
+    /// and steps whole packs with [`Env::step_pack`]: a single-player spec with a lane kernel whose reward, ends
+    /// and observation read only scalar fields and whose current player never changes.
+    const PACKED: bool = false;
+    /// Whether every in-range action id is legal in every state (the legal mask is all true).
+    const ALWAYS_LEGAL: bool = false;
+    /// Copy lane `l` into `st` (every field: only for a packed spec).
+    fn unpack_lane(_ln: &Self::Lanes, _l: usize, _st: &mut Self::State) {}
+    /// Count a step on every lane of a pack, then [`Env::apply_lanes`].
+    fn step_pack(_ln: &mut Self::Lanes, _prm: &Self::Params, _ids: &[usize; LANES]) {}
+    /// Every lane's reward (of player 0), ends and observation.
+    fn pack_rows(_ln: &Self::Lanes, _prm: &Self::Params, _rows: &mut LaneRows<Self::Obs>) {}
     /// The automatic rules, in order.
     fn rules(st: &mut Self::State, prm: &Self::Params, key: Key);
     /// Reward of player `p` for the last transition.

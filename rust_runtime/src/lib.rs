@@ -18,7 +18,7 @@ pub mod rng;
 pub mod zone;
 
 pub use batch::{Actions, Batch, Out, RolloutStats};
-pub use env::{Action, ArrayMut, ArrayRef, ArraySpec, DType, Env, Full, ObsRows, LANES};
+pub use env::{Action, ArrayMut, ArrayRef, ArraySpec, DType, Env, Full, LaneRows, ObsRows, LANES};
 pub use rng::Key;
 
 #[cfg(feature = "python")]
