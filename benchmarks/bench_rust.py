@@ -13,7 +13,8 @@
 * the mini TCG and, when present, the full TCG (specs/tcg.yaml): all-Rust rollouts.
 
 Every figure is the median of `--repeats` timed runs after a warm-up (cartpole's sides run in turns, one run
-of each per round, so drift in the machine's speed weighs on all alike); `other` is how many cores other
+of each per round, so drift in the machine's speed weighs on all alike, each after a pause longer than envc's
+1 ms spin window, so no earlier side's threads still poll on the cores); `other` is how many cores other
 processes kept busy meanwhile (from /proc/stat), since this VM is shared.
 
     python benchmarks/bench_rust.py                 # everything, prints a markdown table
@@ -38,6 +39,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SINGLE = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+# Pause before each timed run: an envc batch's workers poll for 1 ms after its last call (ENVC_SPIN_US).
+QUIET_S = 0.005
 
 
 def busy_cores() -> float:
@@ -61,6 +64,7 @@ def timed_together(fns: list[Callable[[], Any]], work: int, repeats: int) -> lis
     other: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
         for i, fn in enumerate(fns):
+            time.sleep(QUIET_S)
             b0, c0, t0 = busy_cores(), time.process_time(), time.perf_counter()
             fn()
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
