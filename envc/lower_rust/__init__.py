@@ -430,7 +430,8 @@ class Lowering:
             body,
             ["/// `apply_action` then `apply_rules` on every lane (ids in range and legal)."],
         )
-        return [kernel, load, store, wrapper, *self.pack_functions()]
+        # A packed spec's states never leave the lanes except whole (`unpack_lane`).
+        return [kernel, load, *([] if self.packed else [store]), wrapper, *self.pack_functions()]
 
     def lane_fields(self) -> list[ir.FieldInfo]:
         """The fields in `Lanes`: every field when packed, else the kernel's."""

@@ -105,8 +105,8 @@ impl Slot {
         self.episode = 0;
     }
 
-    #[inline]
     /// The key of the next step (none, and no count kept, for a spec whose steps never draw).
+    #[inline]
     fn step_key<E: Env>(&mut self) -> Key {
         if !E::STEP_DRAWS {
             return [0, 0];
@@ -480,9 +480,9 @@ impl<E: Env> Batch<E> {
                             } else if !E::PACKED {
                                 finish::<E>(&part.states[i], prm, false, mask, &mut obs[i]);
                             } else {
+                                // An always-legal spec's masks stay all true.
                                 obs[i] = rows.obs[l].clone();
                                 if !E::ALWAYS_LEGAL {
-                                    // (an always-legal spec's masks stay all true)
                                     mask.fill(false);
                                     E::unpack_lane(&part.packs[c], l, &mut tmp);
                                     E::legal_mask(&tmp, prm, mask);

@@ -93,7 +93,7 @@ pub trait ObsRows: Send + Sized {
     }
 }
 
-/// What [`Env::step_pack`] computes for each of its `LANES` states: player 0's reward, the ends and the
+/// What [`Env::pack_rows`] computes for each of its `LANES` states: player 0's reward, the ends and the
 /// observation.
 pub struct LaneRows<O> {
     pub reward: [f32; LANES],
@@ -150,8 +150,8 @@ pub trait Env: Send + Sync + 'static {
     fn apply(st: &mut Self::State, prm: &Self::Params, key: Key, id: usize);
     /// Run the continuous action's effect.
     fn apply_box(_st: &mut Self::State, _prm: &Self::Params, _key: Key, _action: &[f32]) {}
-    /// The state fields a lane kernel reads or writes, one array per field with an element per lane (`()` for a
-    /// spec without a kernel).
+    /// The state fields a lane kernel reads or writes (every field when packed), one array per field with an
+    /// element per lane (`()` for a spec without a kernel).
     type Lanes: Clone + Default + Send;
     /// Whether the spec has a lane kernel ([`Env::apply_lanes`]: its effects and rules lowered to run `LANES`
     /// states in SIMD lanes); only for specs whose effects and rules never draw. The lane methods below are
@@ -165,8 +165,9 @@ pub trait Env: Send + Sync + 'static {
     /// `rules` leave the state loaded into it.
     fn apply_lanes(_ln: &mut Self::Lanes, _prm: &Self::Params, _ids: &[usize; LANES]) {}
     /// Whether the batch keeps this spec's states packed, `LANES` to a `Lanes` (which then holds every field),
-    /// and steps whole packs with [`Env::step_pack`]: a single-player spec with a lane kernel whose reward, ends
-    /// and observation read only scalar fields and whose current player never changes.
+    /// and steps whole packs with [`Env::step_pack`] and [`Env::pack_rows`]: a single-player spec with a lane
+    /// kernel, scalar fields only, a reward, ends and observation of fields and params, and a current player
+    /// that never changes.
     const PACKED: bool = false;
     /// Whether every in-range action id is legal in every state (the legal mask is all true).
     const ALWAYS_LEGAL: bool = false;

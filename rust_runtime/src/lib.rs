@@ -3,7 +3,7 @@
 //! * [`rng`]: threefry2x32 with `split`/`fold_in`/`bits` and envc's samplers, bit for bit equal to `jax.random`
 //!   and to the reference interpreter (`envc.rng`);
 //! * [`ops`]: the language's value semantics (wrapping integers, floor division, index fallbacks, f32 math);
-//! * [`env`]: the [`env::Env`] trait a generated crate implements and the step protocol around it;
+//! * [`mod@env`]: the [`env::Env`] trait a generated crate implements and the step protocol around it;
 //! * [`batch`]: a batch driver writing observations, rewards and masks in place, on a [`gang`] of rayon threads
 //!   kept awake between calls;
 //! * `py` (feature `python`): pyo3 + rust-numpy glue for the generated extension modules.
