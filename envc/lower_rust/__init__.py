@@ -409,13 +409,7 @@ class Lowering:
             [f"    ln.{name}[l] = st.{name};" for name in fields],
             ["/// Copy the fields in `Lanes` of `st` into lane `l`."],
         )
-        store = Function(
-            "store_lane",
-            "ln: &Lanes, l: usize, st: &mut State",
-            "",
-            [f"    st.{name} = ln.{name}[l];" for name in writes],
-            ["/// Copy the fields the kernel writes from lane `l` into `st`."],
-        )
+        store = self.lane_to_state("store_lane", writes, "Copy the fields the kernel writes from lane `l` into `st`.")
         body = [f"    let mut {self.local(q.name)} = [0{self.ty(q.ty)}; LANES];" for _, q in used]
         if used:
             body.append("    for l in 0..LANES {")
@@ -433,6 +427,12 @@ class Lowering:
         # A packed spec's states never leave the lanes except whole (`unpack_lane`).
         return [kernel, load, *([] if self.packed else [store]), wrapper, *self.pack_functions()]
 
+    @staticmethod
+    def lane_to_state(name: str, fields: list[str], doc: str) -> Function:
+        """A function copying `fields` from lane `l` of the lanes into a state."""
+        body = [f"    st.{f} = ln.{f}[l];" for f in fields]
+        return Function(name, "ln: &Lanes, l: usize, st: &mut State", "", body, [f"/// {doc}"])
+
     def lane_fields(self) -> list[ir.FieldInfo]:
         """The fields in `Lanes`: every field when packed, else the kernel's."""
         assert self.lane_plan is not None
@@ -444,13 +444,7 @@ class Lowering:
             return []
         spec = self.spec
         fields = [self.names.get("field", f.name) for f in spec.fields]
-        unpack = Function(
-            "unpack_lane",
-            "ln: &Lanes, l: usize, st: &mut State",
-            "",
-            [f"    st.{name} = ln.{name}[l];" for name in fields],
-            ["/// Copy lane `l` into `st` (every field)."],
-        )
+        unpack = self.lane_to_state("unpack_lane", fields, "Copy lane `l` into `st` (every field).")
         count = self.names.get("field", "step_count")
         step = Function(
             "step_pack",
