@@ -493,6 +493,14 @@ def test_lane_kernel_only_for_specs_it_covers() -> None:
     assert {p.stem: lane_mode(envc.load(str(p))) for p in SPECS if p.stem in got} == dict.fromkeys(got, "packed")
 
 
+def test_only_the_table_columns_the_code_reads_are_emitted() -> None:
+    """A card table's id column is read by no rule, so the crate has no static for it (it would be dead code);
+    the columns the rules read are there."""
+    src = render(envc.load(str(ROOT / "specs/tcg.yaml")), "", "tables_probe")["src/env.rs"]
+    assert "static CARDS_KIND:" in src and "static ATTACKS_DAMAGE:" in src
+    assert "CARDS_ID" not in src and "ATTACKS_ID" not in src
+
+
 def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:
     """The documented key scheme: env i of reset(seed=s) plays episode j with episode_keys(s + i, j)."""
     path = ROOT / "docs" / "examples" / "corridor.yaml"  # its effect draws (slippery floor)

@@ -105,7 +105,7 @@ class Lowering:
             params = [self.arg(n, self.ty(t), c.body) for n, t in c.params]
             doc = [
                 f"/// {'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec.",
-                "#[allow(dead_code)]",
+                "#[allow(dead_code, unused_assignments)]",  # as written in the spec: maybe unused, or a let overwritten
             ]
             if c.returns is not None:
                 em.block(c.body[:-1], Ctx())
@@ -514,8 +514,11 @@ class Lowering:
             for e in spec.enums
         ]
         consts = []
+        code = "\n".join(line for f in functions for line in f.body)
         for c in spec.consts:
             name = self.names.get("item", c.name, "upper")
+            if not re.search(rf"\b{name}\b", code):
+                continue  # a table column no code reads (a card's id, say) would be dead code
             kind = "const" if not c.ty.shape else "static"
             ty = self.ty(c.ty) if not c.ty.shape else f"[{self.ty(c.ty)}; {len(c.values)}]"
             consts.append(
