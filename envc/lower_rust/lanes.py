@@ -9,9 +9,10 @@ bit for bit those of the scalar path. The kernel is `#[inline(never)]`: inlined 
 vectorizer no longer sees the lane arrays as whole vectors.
 
 A spec whose every field is scalar, with one player and a reward, ends and observation of fields alone, is also
-packed: the batch stores its states `LANES` to a `Lanes` (struct of arrays, no gather or scatter) and `step_pack`
-runs the whole step there, counting the step, blending the kernel's result into the lanes that act legally, and
-computing every lane's reward, ends and observation.
+packed: the batch stores its states `LANES` to a `Lanes` (struct of arrays, no gather or scatter). `step_pack` counts
+the step and runs the kernel on every lane in place, the runtime gives the rare lanes that act illegally their state
+back (step counted) and restarts the lanes that ended, and `pack_rows` computes every lane's reward, ends and
+observation.
 """
 
 from __future__ import annotations

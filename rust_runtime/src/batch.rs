@@ -619,9 +619,7 @@ fn run_lanes<E: Env>(
     }
 }
 
-/// [`Batch::step`] for a pack (rows `first..`): its envs count the step and check their action one at a time,
-/// then [`Env::step_pack`] steps every lane and [`Env::pack_rows`] computes every row. A lane that acted
-/// illegally gets its state back (with the step counted), and a lane that restarts its fresh state, in between.
+/// [`Batch::step`] for a pack (rows `first..`): [`step_pack_rows`], then the rows go out.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn step_packed<E: Env, R: ObsRows<Obs = E::Obs>>(
@@ -634,32 +632,8 @@ fn step_packed<E: Env, R: ObsRows<Obs = E::Obs>>(
     rows: &mut LaneRows<E::Obs>,
     tmp: &mut E::State,
 ) {
-    let (mut restart, mut legal, mut id) = ([false; LANES], [false; LANES], [0usize; LANES]);
-    for (l, slot) in slots.iter_mut().enumerate() {
-        restart[l] = slot.done;
-        if !slot.done {
-            slot.step_key::<E>();
-            (legal[l], id[l]) = check::<E>(prm, pack, l, ids[l], tmp);
-        }
-    }
-    let odd = legal != [true; LANES];
-    advance::<E>(prm, pack, &id, &legal, &restart, tmp);
-    for (l, slot) in slots.iter_mut().enumerate() {
-        if restart[l] {
-            slot.restart::<E>(prm, tmp);
-            E::load_lane(pack, l, tmp);
-        }
-    }
-    E::pack_rows(pack, prm, rows);
-    let (cp, pen) = penalty::<E>();
-    if odd {
-        // A restart's row: reward 0, not ended; an illegal action's: the penalty, terminated (as `admit` has it).
-        for l in (0..LANES).filter(|&l| !legal[l]) {
-            rows.reward[l] = if restart[l] { 0.0 } else { pen };
-            rows.terminated[l] = !restart[l];
-            rows.truncated[l] = false;
-        }
-    }
+    step_pack_rows::<E>(prm, slots, pack, ids, rows, tmp);
+    let cp = penalty::<E>().0;
     let span = first..first + LANES;
     out.rewards[span.clone()].copy_from_slice(&rows.reward);
     if cp == 0 {
@@ -685,28 +659,55 @@ fn step_packed<E: Env, R: ObsRows<Obs = E::Obs>>(
     out.obs.put_lanes(first, &rows.obs);
 }
 
-/// [`Env::step_pack`] with ids `id`, after which a lane that is neither `legal` nor restarting gets its state
-/// back with only the step counted (the kernel ran on it too).
+/// One step of a pack's envs with actions `ids`, up to their rows. An env that is done restarts (its row: reward
+/// 0, not ended); the others count the step and check their action one at a time, then [`Env::step_pack`] steps
+/// every lane and [`Env::pack_rows`] computes every row. In between, a lane that acted illegally gets its state
+/// back with the step counted (its row: the penalty, terminated, as [`admit`] has it), and a restarting lane its
+/// fresh state.
 #[inline]
-fn advance<E: Env>(
+fn step_pack_rows<E: Env>(
     prm: &E::Params,
+    slots: &mut [Slot; LANES],
     pack: &mut E::Lanes,
-    id: &[usize; LANES],
-    legal: &[bool; LANES],
-    restart: &[bool; LANES],
+    ids: &[i64; LANES],
+    rows: &mut LaneRows<E::Obs>,
     tmp: &mut E::State,
 ) {
-    if (0..LANES).all(|l| legal[l] || restart[l]) {
-        E::step_pack(pack, prm, id);
+    let (mut restart, mut legal, mut id) = ([false; LANES], [false; LANES], [0usize; LANES]);
+    for (l, slot) in slots.iter_mut().enumerate() {
+        restart[l] = slot.done;
+        if !slot.done {
+            slot.step_key::<E>();
+            (legal[l], id[l]) = check::<E>(prm, pack, l, ids[l], tmp);
+        }
+    }
+    if legal == [true; LANES] {
+        E::step_pack(pack, prm, &id);
+        E::pack_rows(pack, prm, rows);
         return;
     }
-    let before = pack.clone();
-    E::step_pack(pack, prm, id);
-    for l in (0..LANES).filter(|&l| !legal[l] && !restart[l]) {
-        E::unpack_lane(&before, l, tmp);
-        let count = E::step_count(tmp);
-        *count = count.wrapping_add(1);
-        E::load_lane(pack, l, tmp);
+    // Only an illegal action's lane needs its old state back (a restart's gets a fresh one).
+    let before = (0..LANES)
+        .any(|l| !legal[l] && !restart[l])
+        .then(|| pack.clone());
+    E::step_pack(pack, prm, &id);
+    for l in 0..LANES {
+        if restart[l] {
+            slots[l].restart::<E>(prm, tmp);
+            E::load_lane(pack, l, tmp);
+        } else if let (false, Some(before)) = (legal[l], &before) {
+            E::unpack_lane(before, l, tmp);
+            let count = E::step_count(tmp);
+            *count = count.wrapping_add(1);
+            E::load_lane(pack, l, tmp);
+        }
+    }
+    E::pack_rows(pack, prm, rows);
+    let pen = penalty::<E>().1;
+    for l in (0..LANES).filter(|&l| !legal[l]) {
+        rows.reward[l] = if restart[l] { 0.0 } else { pen };
+        rows.terminated[l] = !restart[l];
+        rows.truncated[l] = false;
     }
 }
 
@@ -721,22 +722,9 @@ fn roll_packed<E: Env>(
     rewards: &mut [f32],
     tmp: &mut E::State,
 ) -> [(bool, bool); LANES] {
-    let (mut legal, mut id) = ([false; LANES], [0usize; LANES]);
-    for (l, slot) in slots.iter_mut().enumerate() {
-        slot.step_key::<E>();
-        (legal[l], id[l]) = check::<E>(prm, pack, l, act[l], tmp);
-    }
-    advance::<E>(prm, pack, &id, &legal, &[false; LANES], tmp);
-    E::pack_rows(pack, prm, rows);
-    let pen = penalty::<E>().1;
-    let mut ends = [(true, false); LANES];
-    for l in 0..LANES {
-        rewards[l] = if legal[l] { rows.reward[l] } else { pen };
-        if legal[l] {
-            ends[l] = (rows.terminated[l], rows.truncated[l]);
-        }
-    }
-    ends
+    step_pack_rows::<E>(prm, slots, pack, act, rows, tmp);
+    rewards[..LANES].copy_from_slice(&rows.reward);
+    std::array::from_fn(|l| (rows.terminated[l], rows.truncated[l]))
 }
 
 /// A rollout step of a chunk through the lane kernel: returns each env's ends, its rewards in row `l` of
