@@ -493,6 +493,25 @@ def test_lane_kernel_only_for_specs_it_covers() -> None:
     assert {p.stem: lane_mode(envc.load(str(p))) for p in SPECS if p.stem in got} == dict.fromkeys(got, "packed")
 
 
+def test_the_kernel_takes_sin_and_cos_of_all_lanes_at_once() -> None:
+    """The kernel's sin and cos go through the runtime's lane forms (whose polynomial vectorizes), never a call per
+    lane: a `let` of one call binds the result array, a call on an expression gathers its argument first, and an
+    inner call comes before the one whose argument it is in."""
+
+    def kernel(name: str) -> str:
+        src = render(envc.load(str(ROOT / name)), "", "sin_probe")["src/env.rs"]
+        body = src[src.index("fn lane_kernel(") :]
+        return body[: body.index("\n}\n")]
+
+    cartpole, thruster = kernel("specs/cartpole.yaml"), kernel("tests/specs/thruster.yaml")
+    assert "let costheta = ops::cos_lanes(&ln.theta);" in cartpole
+    assert "let sintheta = ops::sin_lanes(&ln.theta);" in cartpole
+    inner = thruster.index("= ops::sin_lanes(&ln.vel);")
+    gather = thruster.index("= (ln.angle[l] * 1.0f32) + (0.0f32 * _sin")
+    assert inner < gather < thruster.index("= ops::cos_lanes(&_arg")
+    assert "ops::sin(" not in cartpole + thruster and "ops::cos(" not in cartpole + thruster
+
+
 def test_only_the_table_columns_the_code_reads_are_emitted() -> None:
     """A card table's id column is read by no rule, so the crate has no static for it (it would be dead code);
     the columns the rules read are there."""

@@ -5,8 +5,10 @@ only scalar state fields, calls no spec function and does f32 arithmetic (the ph
 touched fields are gathered into `Lanes`, a struct of one array per field; every top-level statement becomes a
 loop over the lanes; the written fields are scattered back. Each lane runs exactly the scalar operations of
 `apply_action` then `apply_rules`, in order, and Rust never fuses or reassociates f32 operations, so results are
-bit for bit those of the scalar path. The kernel is `#[inline(never)]`: inlined into the batch loop, LLVM's SLP
-vectorizer no longer sees the lane arrays as whole vectors.
+bit for bit those of the scalar path. The `sin` and `cos` calls of a top-level statement are computed first for
+all lanes by the runtime's lane forms (`ops::sin_lanes`), whose polynomial vectorizes where a libm call per lane
+would not, with each lane's bits those of `ops::sin`. The kernel is `#[inline(never)]`: inlined into the batch
+loop, LLVM's SLP vectorizer no longer sees the lane arrays as whole vectors.
 
 A spec whose every field is scalar, with one player and a reward, ends and observation of fields alone, is also
 packed: the batch stores its states `LANES` to a `Lanes` (struct of arrays, no gather or scatter). `step_pack` counts
@@ -17,6 +19,7 @@ observation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from envc import ir
@@ -163,12 +166,49 @@ def _fields(node: object, scalar: dict[str, ir.FieldInfo], cls: type) -> set[str
     return out
 
 
+# Math functions with a whole-lanes form in the runtime (`ops::sin_lanes`): the same bits as one lane at a time.
+LANE_MATH = ("sin", "cos")
+
+
+def _lane_math(node: object) -> list[ir.Math]:
+    """The f32 calls of `LANE_MATH` functions in `node`, innermost first."""
+    if isinstance(node, tuple):
+        return [m for x in node for m in _lane_math(x)]
+    if not isinstance(node, ir._Expr):
+        return []
+    found = [m for k in type(node).model_fields if k not in ("ty", "span") for m in _lane_math(getattr(node, k))]
+    if isinstance(node, ir.Math) and node.fn in LANE_MATH and node.args[0].ty.dtype is DType.F32:
+        found.append(node)
+    return found
+
+
+def rebound(stmts: tuple[ir.Stmt, ...]) -> set[str]:
+    """The locals that these statements bind or assign more than once (their lane arrays stay mutable)."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+
+    def visit(ss: tuple[ir.Stmt, ...]) -> None:
+        for s in ss:
+            name = s.name if isinstance(s, ir.LetS) else None
+            if isinstance(s, ir.Assign) and s.target.space == "local":
+                name = s.target.name
+            if name is not None:
+                (twice if name in seen else seen).add(name)
+            if isinstance(s, ir.IfS):
+                visit(s.then + s.orelse)
+
+    visit(stmts)
+    return twice
+
+
 class LaneEmitter(Emitter):
     """Emits the kernel body: state fields are `ln.<field>[l]`, top-level locals lane arrays `<local>[l]`."""
 
     def __init__(self, spec: ir.SpecIR, names: Names, analysis: Analysis, params: tuple[str, ...]):
         super().__init__(spec, names, analysis)
         self.lanes: set[str] = set(params)
+        self.math: dict[int, str] = {}  # a hoisted call (by id) -> the lane array of its results
+        self.rebound: set[str] = set()  # locals bound or assigned more than once (see `rebound`)
 
     def local(self, name: str) -> str:
         ident = super().local(name)
@@ -186,8 +226,46 @@ class LaneEmitter(Emitter):
             return f"{paren(self.expr(e.a, ctx))} {'&' if e.op == 'and' else '|'} {paren(self.expr(e.b, ctx))}"
         return super().x_binary(e, ctx)
 
+    def x_math(self, e: ir.Math, ctx: Ctx) -> str:
+        name = self.math.get(id(e))
+        return f"{name}[l]" if name else super().x_math(e, ctx)
+
+    def lane_call(self, m: ir.Math, ctx: Ctx) -> str:
+        """The runtime's lane form of call `m` (whose polynomial vectorizes, where a call per lane would not),
+        its argument first gathered into a lane array unless it is one."""
+        arg = self.expr(m.args[0], ctx)
+        whole = re.fullmatch(r"((?:ln\.)?\w+)\[l\]", arg)
+        if whole:
+            return f"ops::{m.fn}_lanes(&{whole.group(1)})"
+        name = self.fresh("arg")
+        self.line(f"let mut {name}: [f32; LANES] = [0.0; LANES];")
+        self.line("for l in 0..LANES {")
+        self.line(f"    {name}[l] = {arg};")
+        self.line("}")
+        return f"ops::{m.fn}_lanes(&{name})"
+
     def top(self, s: ir.Stmt, ctx: Ctx) -> None:
-        """One top-level statement, run over every lane."""
+        """One top-level statement, run over every lane; its `LANE_MATH` calls first, for all lanes at once."""
+        self.math.clear()
+        calls = _lane_math(s.value) if isinstance(s, (ir.LetS, ir.Assign)) else []
+        # `let y = sin(x)` of a new local bound once: the lane form's result is the local's array.
+        direct = (
+            isinstance(s, ir.LetS)
+            and bool(calls)
+            and calls[-1] is s.value
+            and s.name not in self.lanes
+            and s.name not in self.rebound
+        )
+        for m in calls[:-1] if direct else calls:
+            call = self.lane_call(m, ctx)
+            name = self.fresh(m.fn)
+            self.line(f"let {name} = {call};")
+            self.math[id(m)] = name
+        if direct:
+            assert isinstance(s, ir.LetS) and isinstance(s.value, ir.Math)
+            self.line(f"let {super().local(s.name)} = {self.lane_call(s.value, ctx)};")
+            self.lanes.add(s.name)
+            return
         if isinstance(s, ir.LetS):
             value = self.expr(s.value, ctx)
             if s.name not in self.lanes:
