@@ -648,12 +648,16 @@ fn step_packed<E: Env, R: ObsRows<Obs = E::Obs>>(
         slot.done = rows.terminated[l] | rows.truncated[l];
     }
     let a = E::NUM_ACTIONS;
-    let masks = out.mask[first * a..(first + LANES) * a].chunks_exact_mut(a);
-    for (l, (mask, slot)) in masks.zip(slots.iter()).enumerate() {
-        mask.fill(E::ALWAYS_LEGAL || slot.done);
-        if !E::ALWAYS_LEGAL && !slot.done {
-            E::unpack_lane(pack, l, tmp);
-            E::legal_mask(tmp, prm, mask);
+    let masks = &mut out.mask[first * a..(first + LANES) * a];
+    if E::ALWAYS_LEGAL {
+        masks.fill(true);
+    } else {
+        for (l, (mask, slot)) in masks.chunks_exact_mut(a).zip(slots.iter()).enumerate() {
+            mask.fill(slot.done);
+            if !slot.done {
+                E::unpack_lane(pack, l, tmp);
+                E::legal_mask(tmp, prm, mask);
+            }
         }
     }
     out.obs.put_lanes(first, &rows.obs);
