@@ -374,8 +374,8 @@ class Lowering:
         a = p.kind
         code = (a.effect, *(r.when for r in p.rules), *(r.body for r in p.rules))
         used = [(j, q) for j, q in enumerate(a.params) if Analysis.mentions(code, {q.name})]
-        em = lanes.LaneEmitter(self.spec, self.names, self.an, tuple(q.name for _, q in used))
-        em.rebound = lanes.rebound(a.effect + tuple(s for r in p.rules for s in r.body))
+        rebound = lanes.rebound(a.effect + tuple(s for r in p.rules for s in r.body))
+        em = lanes.LaneEmitter(self.spec, self.names, self.an, tuple(q.name for _, q in used), rebound)
         ctx = Ctx(None, {q.name: (q.start, q.stop) for q in a.params})
         for s in a.effect:
             em.top(s, ctx)

@@ -204,11 +204,18 @@ def rebound(stmts: tuple[ir.Stmt, ...]) -> set[str]:
 class LaneEmitter(Emitter):
     """Emits the kernel body: state fields are `ln.<field>[l]`, top-level locals lane arrays `<local>[l]`."""
 
-    def __init__(self, spec: ir.SpecIR, names: Names, analysis: Analysis, params: tuple[str, ...]):
+    def __init__(
+        self,
+        spec: ir.SpecIR,
+        names: Names,
+        analysis: Analysis,
+        params: tuple[str, ...],
+        rebound: set[str] | None = None,
+    ):
         super().__init__(spec, names, analysis)
         self.lanes: set[str] = set(params)
         self.math: dict[int, str] = {}  # a hoisted call (by id) -> the lane array of its results
-        self.rebound: set[str] = set()  # locals bound or assigned more than once (see `rebound`)
+        self.rebound = rebound or set()  # locals the kernel binds or assigns more than once (see `rebound`)
 
     def local(self, name: str) -> str:
         ident = super().local(name)
