@@ -15,7 +15,8 @@
 Every figure is the median of `--repeats` timed runs after a warm-up (cartpole's sides run in turns, one run
 of each per round, so drift in the machine's speed weighs on all alike, each after a pause longer than envc's
 1 ms spin window, so no earlier side's threads still poll on the cores); `other` is how many cores other
-processes kept busy meanwhile (from /proc/stat), since this VM is shared.
+processes kept busy meanwhile (from /proc/stat), since this VM is shared. envc's lane kernels, pack rows and
+resets run their AVX2 build where the host has it (`ENVC_RUST_AVX2=0` measures the baseline build).
 
     python benchmarks/bench_rust.py                 # everything, prints a markdown table
     python benchmarks/bench_rust.py --only cartpole --repeats 7
@@ -117,11 +118,11 @@ def cartpole(args: argparse.Namespace) -> list[dict[str, Any]]:
         envs = env.vector_env(n, seed=0, threads=threads, copy=copy)
         envs.reset(seed=0)
         side = "envc rust VectorEnv" if copy else "envc rust VectorEnv, copy=False"
-        ours = {"side": side, "threads": threads, "ratio_key": "ratio", "build_s": build_s}
+        ours = {"side": side, "threads": threads, "ratio_key": "ratio", "build_s": build_s, "simd": envs.simd}
         sides.append((ours, python_loop(envs, actions)))
     for threads in (1, 2):
         b = env.module._core.Batch(n, threads, {})
-        ours = {"side": "envc rust rollout (all in Rust)", "threads": threads, "ratio_key": "ratio"}
+        ours = {"side": "envc rust rollout (all in Rust)", "threads": threads, "ratio_key": "ratio", "simd": b.simd}
         sides.append((ours, lambda b=b: b.rollout(steps, 1)))
     results = timed_together([fn for _, fn in sides], n * steps, args.repeats)
     gym_sps = results[0]["sps"]
@@ -168,6 +169,7 @@ def rollout_rows(
             "batch": batch,
             "threads": threads,
             "build_s": build_s,
+            "simd": b.simd,
             **r,
         }
         if peer:
@@ -223,7 +225,9 @@ def main() -> None:
         rows += {"cartpole": cartpole, "connect_four": connect_four, "tcg": tcg}[part](args)
     with open("/proc/cpuinfo") as f:
         cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), platform.processor())
+    builds = ", ".join(sorted({r["simd"] for r in rows if "simd" in r}))
     print(f"machine: {os.cpu_count()} x {cpu}, {platform.python_version()}, {time.strftime('%Y-%m-%d')}")
+    print(f"envc's Rust hot functions: {builds} build (ENVC_RUST_AVX2=0 runs the baseline build)")
     print("| spec | side | batch | threads | steps/s (median) | min..max | ratio | other cores |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -482,6 +482,56 @@ def test_rollout_totals_do_not_depend_on_the_thread_count(rust_cache: Path) -> N
         assert got[0]["episodes"] > 10
 
 
+TRACE = """
+import hashlib, sys
+from pathlib import Path
+import numpy as np
+import envc
+from envc.lower_rust.build import RustEnv
+env = RustEnv(envc.load(sys.argv[1]), cache=Path(sys.argv[2]))
+envs = env.vector_env(37, seed=4, threads=2)
+envs.action_space.seed(5)
+h = hashlib.sha256()
+obs, info = envs.reset()
+for _ in range(300):
+    obs, r, term, trunc, info = envs.step(envs.action_space.sample())
+    for x in (*(obs.values() if isinstance(obs, dict) else [obs]), r, term, trunc, info["legal_action_mask"]):
+        h.update(np.ascontiguousarray(x).tobytes())
+print(envs.simd, h.hexdigest(), sorted(env.rollout(29, 200, seed=6, threads=2).items()))
+"""
+
+
+def host_has_avx2() -> bool:
+    """Whether this host has what the runtime's AVX2 build needs (x86-64 with AVX2, FMA, BMI1 and BMI2)."""
+    try:
+        flags = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return {"avx2", "fma", "bmi1", "bmi2"} <= set(flags)
+
+
+@pytest.mark.parametrize("name", ["specs/cartpole.yaml", "tests/specs/thruster.yaml", "tests/specs/tcg_mechanics.yaml"])
+def test_avx2_and_baseline_builds_step_the_same_bits(name: str, rust_cache: Path) -> None:
+    """Lane kernels, pack rows and resets have an AVX2 build besides the baseline one; both step the same bits
+    (a packed spec with its sin/cos lane forms, one with continuous actions, one with shuffles and a mask), and
+    `ENVC_RUST_AVX2=0` keeps the baseline."""
+    rust(ROOT / name, rust_cache)  # built once, in the shared cache
+    runs = {}
+    for flag in ("0", "1"):
+        out = subprocess.run(
+            [sys.executable, "-c", TRACE, str(ROOT / name), str(rust_cache)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "ENVC_RUST_AVX2": flag},
+        )
+        assert out.returncode == 0, out.stderr
+        build, rest = out.stdout.split(" ", 1)
+        runs[build] = rest
+    assert set(runs) == ({"baseline", "avx2"} if host_has_avx2() else {"baseline"})
+    assert len(set(runs.values())) == 1
+
+
 def test_lane_kernel_only_for_specs_it_covers() -> None:
     """Draws (corridor's slippery floor), array fields (boards), several action kinds or no f32 arithmetic:
     the scalar path. The two with a kernel have scalar fields and one player, so their states are packed too."""
@@ -500,7 +550,7 @@ def test_the_kernel_takes_sin_and_cos_of_all_lanes_at_once() -> None:
 
     def kernel(name: str) -> str:
         src = render(envc.load(str(ROOT / name)), "", "sin_probe")["src/env.rs"]
-        body = src[src.index("fn lane_kernel(") :]
+        body = src[src.index("fn lane_kernel_body(") :]
         return body[: body.index("\n}\n")]
 
     cartpole, thruster = kernel("specs/cartpole.yaml"), kernel("tests/specs/thruster.yaml")

@@ -13,7 +13,7 @@ import math
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jinja2
@@ -60,6 +60,7 @@ class Function:
     doc: list[str]
     inline: str = "inline"  # the `#[...]` attribute, or "" for none
     public: bool = False
+    simd: bool = False  # two out-of-line builds, the AVX2 one picked at run time (`rt::simd_dispatch!`)
 
 
 class Lowering:
@@ -341,12 +342,11 @@ class Lowering:
     def all_functions(self) -> list[Function]:
         spec = self.spec
         self.callables()
+        reset = self.writer("reset", spec.reset, "The reset body (fields start at their `init` values).", hoist=True)
+        # Restarts are a large part of a short-episode batch step (a reset draws with threefry): two builds.
         self.functions.append(
-            self.writer("reset", spec.reset, "The reset body (fields start at their `init` values).", hoist=True)
+            replace(reset, args=reset.args + ("" if self.an.draws(spec.reset) else ", _key: Key"), inline="", simd=True)
         )
-        if not self.an.draws(spec.reset):
-            f = self.functions[-1]
-            self.functions[-1] = Function(f.name, f.args + ", _key: Key", "", f.body, f.doc)
         self.actions()
         self.rules()
         self.functions.append(
@@ -397,7 +397,8 @@ class Lowering:
                 f"/// Effect of `{a.name}` then the rules on every lane, one statement at a time over all lanes.",
                 "/// Not inlined: inside the batch loop LLVM would no longer vectorize the lane arrays.",
             ],
-            inline="inline(never)",
+            inline="",
+            simd=True,
         )
         local = f"(ids[l] - {a.offset})" if a.offset else "ids[l]"
         values = self.decode(a, local)
@@ -483,7 +484,8 @@ class Lowering:
                 "/// Every lane's reward, ends and observation.",
                 "/// Not inlined, for the same reason as `lane_kernel`.",
             ],
-            inline="inline(never)",
+            inline="",
+            simd=True,
         )
         return [unpack, step, out]
 

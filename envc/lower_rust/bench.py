@@ -35,7 +35,7 @@ def run(
             progress(f"rust batch {batch}: warm-up")
         b.rollout(max(1, steps // 10), 0)
         if progress is not None:
-            progress(f"rust batch {batch}: timing {repeats} runs on {b.threads} thread(s)")
+            progress(f"rust batch {batch}: timing {repeats} runs on {b.threads} thread(s), {b.simd} build")
         episodes: list[int] = []
         walls = timed(lambda: episodes.append(int(b.rollout(steps, len(episodes) + 1)["episodes"])), repeats)
         runs = tuple(batch * steps / w for w in walls)
@@ -46,7 +46,7 @@ def run(
                 statistics.median(runs),
                 runs,
                 compile_s,
-                {"steps": steps, "threads": b.threads, "episodes_per_run": episodes[-1]},
+                {"steps": steps, "threads": b.threads, "simd": b.simd, "episodes_per_run": episodes[-1]},
             )
         )
     return rows

@@ -50,8 +50,9 @@ INTERNAL = frozenset(
     "st prm key obs mask ok id action local rt rng ops zone Key State Params Obs ObsRows Spec NUM_PLAYERS NUM_ACTIONS "
     "std core alloc Some None Ok Err Option Result Vec Box String Default Clone Copy Send Sync Sized Drop Fn FnMut "
     "FnOnce Iterator IntoIterator Into From Eq PartialEq Ord PartialOrd ToString ToOwned AsRef AsMut Debug "
-    "fresh reset apply_rules apply_action is_legal legal_mask reward is_terminated is_truncated observe invariants "
-    "effect_box Lanes lane_kernel load_lane store_lane apply_lanes unpack_lane step_pack pack_rows LANES ln l ids rows "
+    "fresh reset reset_body apply_rules apply_action is_legal legal_mask reward is_terminated is_truncated observe "
+    "invariants effect_box Lanes lane_kernel lane_kernel_body load_lane store_lane apply_lanes unpack_lane step_pack "
+    "pack_rows pack_rows_body LANES ln l ids rows "
     "main i8 i16 i32 i64 u8 u16 u32 u64 usize isize f32 f64 bool char str".split()
 )
 

@@ -225,6 +225,7 @@ impl<E: Env> Batch<E> {
         if num_envs == 0 {
             return Err("num_envs must be at least 1".into());
         }
+        crate::simd::init();
         let threads =
             threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let (states, packs) = if E::PACKED {

@@ -6,6 +6,7 @@
 //! * [`mod@env`]: the [`env::Env`] trait a generated crate implements and the step protocol around it;
 //! * [`batch`]: a batch driver writing observations, rewards and masks in place, on a [`gang`] of rayon threads
 //!   kept awake between calls;
+//! * [`simd`]: the AVX2 build of the hot functions, picked at run time;
 //! * `py` (feature `python`): pyo3 + rust-numpy glue for the generated extension modules.
 
 pub mod batch;
@@ -15,6 +16,7 @@ pub mod ops;
 #[cfg(feature = "python")]
 pub mod py;
 pub mod rng;
+pub mod simd;
 pub mod zone;
 
 pub use batch::{Actions, Batch, Out, RolloutStats};

@@ -262,11 +262,18 @@ macro_rules! poly_math {
         #[doc = "[-pi/4, pi/4]."]
         #[inline(always)]
         pub fn $lanes<const N: usize>(x: &[f32; N]) -> [f32; N] {
+            // Loops rather than `map`: an AVX2 build (`simd`) would call the baseline `map` instead of inlining it.
+            let mut y = [0.0; N];
             if all_poly(x) {
-                x.map($poly)
+                for (y, &x) in y.iter_mut().zip(x) {
+                    *y = $poly(x);
+                }
             } else {
-                x.map($name)
+                for (y, &x) in y.iter_mut().zip(x) {
+                    *y = $name(x);
+                }
             }
+            y
         }
     )*};
 }
