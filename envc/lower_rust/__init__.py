@@ -395,7 +395,7 @@ class Lowering:
             em.lines,
             [
                 f"/// Effect of `{a.name}` then the rules on every lane, one statement at a time over all lanes.",
-                "/// Not inlined: inside the batch loop LLVM would no longer vectorize the lane arrays.",
+                "/// Its builds stay out of line: in the batch loop LLVM would no longer vectorize the lane arrays.",
             ],
             inline="",
             simd=True,
@@ -482,7 +482,7 @@ class Lowering:
             em.lines,
             [
                 "/// Every lane's reward, ends and observation.",
-                "/// Not inlined, for the same reason as `lane_kernel`.",
+                "/// Its builds stay out of line, as `lane_kernel`'s do.",
             ],
             inline="",
             simd=True,

@@ -7,8 +7,9 @@ loop over the lanes; the written fields are scattered back. Each lane runs exact
 `apply_action` then `apply_rules`, in order, and Rust never fuses or reassociates f32 operations, so results are
 bit for bit those of the scalar path. The `sin` and `cos` calls of a top-level statement are computed first for
 all lanes by the runtime's lane forms (`ops::sin_lanes`), whose polynomial vectorizes where a libm call per lane
-would not, with each lane's bits those of `ops::sin`. The kernel is `#[inline(never)]`: inlined into the batch
-loop, LLVM's SLP vectorizer no longer sees the lane arrays as whole vectors.
+would not, with each lane's bits those of `ops::sin`. The kernel has a baseline and an AVX2 build
+(`rt::simd_dispatch!`), both out of line: inlined into the batch loop, LLVM's SLP vectorizer no longer sees the
+lane arrays as whole vectors.
 
 A spec whose every field is scalar, with one player and a reward, ends and observation of fields alone, is also
 packed: the batch stores its states `LANES` to a `Lanes` (struct of arrays, no gather or scatter). `step_pack` counts

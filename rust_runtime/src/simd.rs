@@ -14,7 +14,7 @@ use std::sync::Once;
 static AVX2: AtomicBool = AtomicBool::new(false);
 
 /// Pick the build for this process: AVX2 where the host has AVX2, FMA, BMI1 and BMI2 and `ENVC_RUST_AVX2` is not
-/// `0`. Until it runs, the baseline build runs (`Batch::new` calls it).
+/// `0`. Until it runs, the baseline build runs (`Batch::new` and the generated modules' import call it).
 pub fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
