@@ -11,7 +11,8 @@ import jinja2
 
 from envc import __version__, ir
 from envc.ir import DType
-from envc.lower_jax.emit import JNP, UNROLL, UNROLL_BUDGET, Emitter, Scope, ident
+from envc.lower_jax.emit import JNP, UNROLL, UNROLL_BUDGET, Emitter, Scope
+from envc.lower_jax.names import PyNames, doc
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "jax"
 NUMPY = {
@@ -34,20 +35,21 @@ class Function:
     doc: str
 
 
-def _state_scope(spec: ir.SpecIR, key: str) -> Scope:
-    return Scope({f"state:{f.name}": f"state.{ident(f.name)}" for f in spec.fields}, key)
+def _state_scope(py: PyNames, spec: ir.SpecIR, key: str) -> Scope:
+    return Scope({f"state:{f.name}": f"state.{py.field(f.name)}" for f in spec.fields}, key)
 
 
-def _changed(spec: ir.SpecIR, sc: Scope) -> str:
+def _changed(py: PyNames, spec: ir.SpecIR, sc: Scope) -> str:
     parts = [
-        f"{ident(f.name)}={sc.vars[f'state:{f.name}']}"
+        f"{py.field(f.name)}={sc.vars[f'state:{f.name}']}"
         for f in spec.fields
-        if sc.vars[f"state:{f.name}"] != f"state.{ident(f.name)}"
+        if sc.vars[f"state:{f.name}"] != f"state.{py.field(f.name)}"
     ]
     return f"state.replace({', '.join(parts)})" if parts else "state"
 
 
 def _writer(
+    py: PyNames,
     spec: ir.SpecIR,
     name: str,
     args: str,
@@ -57,19 +59,20 @@ def _writer(
     extra: dict[str, str] | None = None,
     ranges: dict[str, tuple[int, int]] | None = None,
 ) -> Function:
-    em = Emitter(spec)
-    sc = _state_scope(spec, "key")
+    em = Emitter(spec, py=py)
+    sc = _state_scope(py, spec, "key")
     sc.ranges.update(ranges or {})
     for k, v in (locals_ or {}).items():
         sc.vars[f"local:{k}"] = v
     for k, v in (extra or {}).items():
         sc.vars[k] = v
     em.block(stmts, sc)
-    em.line(f"return {_changed(spec, sc)}")
+    em.line(f"return {_changed(py, spec, sc)}")
     return Function(name, args, em.lines, doc)
 
 
 def _expr_fn(
+    py: PyNames,
     spec: ir.SpecIR,
     name: str,
     args: str,
@@ -78,8 +81,8 @@ def _expr_fn(
     locals_: dict[str, str] | None = None,
     ranges: dict[str, tuple[int, int]] | None = None,
 ) -> Function:
-    em = Emitter(spec)
-    sc = _state_scope(spec, "key")
+    em = Emitter(spec, py=py)
+    sc = _state_scope(py, spec, "key")
     for k, v in (locals_ or {}).items():
         sc.vars[f"local:{k}"] = v
     sc.ranges.update(ranges or {})
@@ -87,9 +90,30 @@ def _expr_fn(
     return Function(name, args, em.lines, doc)
 
 
-def _observe_fn(spec: ir.SpecIR) -> Function:
-    em = Emitter(spec)
-    sc = _state_scope(spec, "key")
+def _callable_fn(py: PyNames, spec: ir.SpecIR, c: ir.CallableInfo) -> Function:
+    """A spec function (returns its value) or procedure (returns the new state), emitted once."""
+    em = Emitter(spec, py=py)
+    sc = _state_scope(py, spec, "key")
+    args = []
+    for pname, _ in c.params:
+        sc.vars[f"local:{pname}"] = em.fresh(pname)
+        args.append(f", {sc.vars[f'local:{pname}']}: jax.Array")
+    if c.returns is None:
+        em.block(c.body, sc)
+        em.line(f"return {_changed(py, spec, sc)}")
+        head, what = "state: State, key: jax.Array, params: EnvParams", "Procedure"
+    else:
+        em.block(c.body[:-1], sc)
+        last = c.body[-1]
+        assert isinstance(last, ir.ReturnS) and last.value is not None
+        em.line(f"return {em.expr(last.value, sc)}")
+        head, what = "state: State, params: EnvParams", "Function"
+    return Function(py.glob("call", c.name), head + "".join(args), em.lines, f"{what} `{c.name}` of the spec.")
+
+
+def _observe_fn(py: PyNames, spec: ir.SpecIR) -> Function:
+    em = Emitter(spec, py=py)
+    sc = _state_scope(py, spec, "key")
     sc.vars["local:p"] = "p"  # no static range: observe runs for the current player, whatever the state holds
     for o in spec.obs_fields:
         sc.vars[f"obs:{o.name}"] = em.bind(o.name, f"jnp.zeros({o.ty.shape}, {JNP[o.ty.dtype]})")
@@ -97,14 +121,14 @@ def _observe_fn(spec: ir.SpecIR) -> Function:
     if len(spec.obs_fields) == 1:
         em.line(f"return {sc.vars[f'obs:{spec.obs_fields[0].name}']}")
     else:
-        items = ", ".join(f'"{o.name}": {sc.vars[f"obs:{o.name}"]}' for o in spec.obs_fields)
+        items = ", ".join(f'{o.name!r}: {sc.vars[f"obs:{o.name}"]}' for o in spec.obs_fields)
         em.line(f"return {{{items}}}")
     return Function(
         "observe", "state: State, params: EnvParams, p: jax.Array", em.lines, "The observation of player `p`."
     )
 
 
-def _rules_fn(spec: ir.SpecIR) -> Function:
+def _rules_fn(py: PyNames, spec: ir.SpecIR) -> Function:
     stmts: list[ir.Stmt] = []
     for r in spec.rules:
         if isinstance(r.when, ir.Lit) and r.when.value is True:
@@ -113,6 +137,7 @@ def _rules_fn(spec: ir.SpecIR) -> Function:
             stmts.append(ir.IfS(cond=r.when, then=r.body, span=r.when.span))
     names = ", ".join(r.name for r in spec.rules) or "none"
     return _writer(
+        py,
         spec,
         "apply_rules",
         "state: State, key: jax.Array, params: EnvParams",
@@ -137,9 +162,12 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         autoescape=False,
     )
     env.filters["pyrepr"] = repr
-    functions: list[Function] = []
+    env.filters["doc"] = doc
+    py = PyNames(spec)
+    functions: list[Function] = [_callable_fn(py, spec, c) for c in spec.callables]
     functions.append(
         _writer(
+            py,
             spec,
             "reset",
             "state: State, key: jax.Array, params: EnvParams",
@@ -148,32 +176,37 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         )
     )
     for a in spec.actions:
-        args = "".join(f", {p.name}: jax.Array" for p in a.params)
+        argnames = {p.name: py.arg(a.name, p.name) for p in a.params}
+        args = "".join(f", {arg}: jax.Array" for arg in argnames.values())
+        ranges = {p.name: (p.start, p.stop) for p in a.params}
         functions.append(
             _writer(
+                py,
                 spec,
-                f"effect_{a.name}",
+                py.glob("effect", a.name),
                 f"state: State, key: jax.Array, params: EnvParams{args}",
                 a.effect,
                 f"Effect of action kind `{a.name}`.",
-                {p.name: p.name for p in a.params},
-                ranges={p.name: (p.start, p.stop) for p in a.params},
+                argnames,
+                ranges=ranges,
             )
         )
         functions.append(
             _expr_fn(
+                py,
                 spec,
-                f"legal_{a.name}",
+                py.glob("legal", a.name),
                 f"state: State, params: EnvParams{args}",
                 a.legal,
                 f"Is `{a.name}` legal?",
-                {p.name: p.name for p in a.params},
-                {p.name: (p.start, p.stop) for p in a.params},
+                argnames,
+                ranges,
             )
         )
     if spec.box is not None:
         functions.append(
             _writer(
+                py,
                 spec,
                 "effect_box",
                 "state: State, key: jax.Array, params: EnvParams, action: jax.Array",
@@ -182,9 +215,10 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
                 extra={"action": "action"},
             )
         )
-    functions.append(_rules_fn(spec))
+    functions.append(_rules_fn(py, spec))
     functions.append(
         _expr_fn(
+            py,
             spec,
             "reward",
             "state: State, params: EnvParams, p: jax.Array",
@@ -195,20 +229,24 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         )
     )
     functions.append(
-        _expr_fn(spec, "is_terminated", "state: State, params: EnvParams", spec.terminated, "Has the episode ended?")
+        _expr_fn(
+            py, spec, "is_terminated", "state: State, params: EnvParams", spec.terminated, "Has the episode ended?"
+        )
     )
     functions.append(
         _expr_fn(
-            spec, "is_truncated", "state: State, params: EnvParams", spec.truncated, "Has the episode been cut off?"
+            py, spec, "is_truncated", "state: State, params: EnvParams", spec.truncated, "Has the episode been cut off?"
         )
     )
-    functions.append(_observe_fn(spec))
+    functions.append(_observe_fn(py, spec))
     invariants = [
-        _expr_fn(spec, f"invariant_{name}", "state: State, params: EnvParams", x, f"Invariant `{name}`.")
+        _expr_fn(
+            py, spec, py.glob("invariant", name), "state: State, params: EnvParams", x, f"Invariant {name!r}."
+        )
         for name, x in spec.invariants
     ]
     actions = []
-    sizer = Emitter(spec)
+    sizer = Emitter(spec, py=py)
     for a in spec.actions:
         combos: list[list[int]] = [[] for _ in a.params]
         for local in range(a.size):
@@ -234,9 +272,11 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         "version": __version__,
         "package": package,
         "sha": hashlib.sha256(spec_text.encode()).hexdigest()[:12],
-        "fields": [(f, ident(f.name), JNP[f.ty.dtype], NUMPY[f.ty.dtype]) for f in spec.fields],
-        "params": [(p, JNP[p.ty.dtype], repr(p.default)) for p in spec.params if not p.static],
-        "consts": [(ident(c.name), _const_value(c)) for c in spec.consts],
+        "fields": [(f, py.field(f.name), JNP[f.ty.dtype], NUMPY[f.ty.dtype]) for f in spec.fields],
+        "params": [(py.param(p.name), JNP[p.ty.dtype], repr(p.default)) for p in spec.params if not p.static],
+        "consts": [(py.const(c.name), _const_value(c)) for c in spec.consts],
+        "py": py,
+        "spec_file": Path(spec.path).name,
         "functions": functions,
         "invariants": invariants,
         "actions": actions,

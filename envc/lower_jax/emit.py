@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from envc import ir
 from envc.ir import DType, Ty
+from envc.lower_jax.names import PyNames
 
 JNP = {
     DType.BOOL: "jnp.bool_",
@@ -60,8 +61,9 @@ class Scope:
 class Emitter:
     """Emits the body of one generated function."""
 
-    def __init__(self, spec: ir.SpecIR, names: dict[str, int] | None = None):
+    def __init__(self, spec: ir.SpecIR, names: dict[str, int] | None = None, py: PyNames | None = None):
         self.spec = spec
+        self.py = py if py is not None else PyNames(spec)
         self.lines: list[str] = []
         self.depth = 1
         self.counter = names if names is not None else {}
@@ -77,6 +79,7 @@ class Emitter:
         self.callables = {c.name: c for c in spec.callables}
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.sizes: dict[str, int] = {}
+        self._touched: dict[str, set[str]] = {}
 
     # ---- code size -----------------------------------------------------
     def size(self, node: object) -> int:
@@ -130,7 +133,7 @@ class Emitter:
 
     def var(self, sc: Scope, space: str, name: str) -> str:
         if space == "const":
-            return f"C.{ident(name)}"
+            return f"C.{self.py.const(name)}"
         if space == "action":
             return sc.vars["action"]
         return sc.vars[f"{space}:{name}"]
@@ -178,7 +181,7 @@ class Emitter:
         return literal(e.value, e.ty)
 
     def x_param(self, e: ir.Param, sc: Scope) -> str:
-        return f"params.{e.name}"
+        return f"params.{self.py.param(e.name)}"
 
     def x_local(self, e: ir.Local, sc: Scope) -> str:
         return sc.vars[f"local:{e.name}"]
@@ -263,7 +266,7 @@ class Emitter:
         iv = self.fresh(e.var)
         inner.vars[f"local:{e.var}"] = iv
         inner.ranges[e.var] = (e.start, e.stop)
-        sub = Emitter(self.spec, self.counter)
+        sub = Emitter(self.spec, self.counter, self.py)
         sub.depth = self.depth + 1
         elt = sub.expr(e.elt, inner)
         cond = sub.expr(e.cond, inner) if e.cond is not None else None
@@ -311,15 +314,44 @@ class Emitter:
             return f"jax.random.randint({k}, (), {args[0]}, {args[1]}, jnp.int32)"
         return f"(jax.random.uniform({k}, (), jnp.float32) < {args[0]})"
 
+    # ---- calls: each callable is one generated function, so code grows linearly with the spec ------------
+    def touched(self, name: str) -> set[str]:
+        """State fields a callable reads or writes, directly or through its calls."""
+        if name not in self._touched:
+            self._touched[name] = set()  # specs have no recursion; this only stops a cycle
+            self._touched[name] = self._storage(self.callables[name].body)
+        return self._touched[name]
+
+    def _storage(self, node: object) -> set[str]:
+        out: set[str] = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, tuple):
+                stack.extend(n)
+                continue
+            if isinstance(n, (ir.Read, ir.Target)) and n.space == "state":
+                out.add(n.name)
+            elif isinstance(n, ir.ZoneRef):
+                out |= {n.name, n.name + ".count"}
+            elif isinstance(n, (ir.CallFn, ir.CallProc)):
+                out |= self.touched(n.fn if isinstance(n, ir.CallFn) else n.proc)
+            if isinstance(n, (ir._Expr, ir._Stmt, ir.Target, ir.ZoneRef)):
+                stack.extend(getattr(n, f) for f in type(n).model_fields if f not in ("ty", "span"))
+        return out
+
+    def call_state(self, name: str, sc: Scope) -> str:
+        """The current state as the callee sees it: the fields it touches at their current values."""
+        changed = [
+            f"{self.py.field(f)}={sc.vars[f'state:{f}']}"
+            for f in sorted(self.touched(name))
+            if sc.vars[f"state:{f}"] != f"state.{self.py.field(f)}"
+        ]
+        return f"state.replace({', '.join(changed)})" if changed else "state"
+
     def x_call_fn(self, e: ir.CallFn, sc: Scope) -> str:
-        fn = self.callables[e.fn]
-        inner = Scope({k: v for k, v in sc.vars.items() if not k.startswith("local:")}, sc.key)
-        for (pname, _), a in zip(fn.params, e.args):
-            inner.vars[f"local:{pname}"] = self.bind(pname, self.expr(a, sc))
-        self.block(fn.body[:-1], inner)
-        last = fn.body[-1]
-        assert isinstance(last, ir.ReturnS)
-        return self.bind(f"{e.fn}_result", self.expr(last.value, inner))
+        args = ", ".join([self.call_state(e.fn, sc), "params", *(self.expr(a, sc) for a in e.args)])
+        return self.bind(f"{e.fn}_result", f"{self.py.glob('call', e.fn)}({args})")
 
     def x_zone_find(self, e: ir.ZoneFind, sc: Scope) -> str:
         row, count = self.zone_row(e.zone, sc)
@@ -553,7 +585,7 @@ class Emitter:
                 else:
                     parts.append(f"{loops[j].start}:{loops[j].stop}")
             fixed.append(", ".join(parts))
-        sub = Emitter(self.spec, self.counter)
+        sub = Emitter(self.spec, self.counter, self.py)
         sub.depth = self.depth + 1
         sub.sizes = self.sizes
         outs = []
@@ -659,15 +691,12 @@ class Emitter:
 
     def s_call_proc(self, s: ir.CallProc, sc: Scope) -> None:
         proc = self.callables[s.proc]
-        inner = Scope({k: v for k, v in sc.vars.items() if not k.startswith("local:")}, sc.key)
-        for (pname, _), a in zip(proc.params, s.args):
-            inner.vars[f"local:{pname}"] = self.bind(pname, self.expr(a, sc))
-        if proc.random:
-            inner.key = self.bind("key", f"jax.random.fold_in({sc.key}, {s.site})")
-        self.block(proc.body, inner)
-        for k, v in inner.vars.items():
-            if not k.startswith("local:"):
-                sc.vars[k] = v
+        key = self.bind("key", f"jax.random.fold_in({sc.key}, {s.site})") if proc.random else sc.key
+        args = ", ".join([self.call_state(s.proc, sc), key, "params", *(self.expr(a, sc) for a in s.args)])
+        out = self.bind(f"{s.proc}_state", f"{self.py.glob('call', s.proc)}({args})")
+        for k in self.written(proc.body, sc):
+            if k.startswith("state:"):
+                sc.vars[k] = f"{out}.{self.py.field(k[6:])}"
 
     def s_return(self, s: ir.ReturnS, sc: Scope) -> None:
-        raise AssertionError("functions are inlined by x_call_fn")
+        raise AssertionError("a function's return is emitted by its generated function")
