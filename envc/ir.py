@@ -6,7 +6,10 @@ count `hand.count`, a table column `cards.hp`; these are also the keys of `state
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import Enum
+from pathlib import PurePath
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -472,3 +475,20 @@ _MODELS: tuple[type[BaseModel], ...] = (
 )
 for _model in _MODELS:
     _model.model_rebuild()
+
+
+def content_digest(spec: SpecIR) -> str:
+    """sha256 of what the backends read: the IR without source positions, the spec named by its file name, so
+    a spec moved to another folder or machine keeps its digest (and its cached builds)."""
+    data = spec.model_dump(mode="json")
+    data["path"] = PurePath(spec.path).name
+    data["data_files"] = [PurePath(p).name for p in spec.data_files]
+    stack: list[object] = [data]
+    while stack:  # iterative: IR trees may nest deeper than Python's recursion limit
+        node = stack.pop()
+        if isinstance(node, dict):
+            node.pop("span", None)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()

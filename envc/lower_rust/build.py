@@ -47,7 +47,7 @@ def target_dir(cache: Path | None = None) -> Path:
 def compiler_digest() -> str:
     """A hash of the Rust lowering, its templates and the runtime, so a changed compiler never reuses a build."""
     h = hashlib.sha256(__version__.encode())
-    for p in sorted([HERE / "__init__.py", HERE / "emit.py", HERE / "build.py", *TEMPLATES.rglob("*.j2")]):
+    for p in sorted([*HERE.glob("*.py"), *TEMPLATES.rglob("*.j2")]):
         h.update(p.name.encode() + p.read_bytes())
     h.update(runtime_digest().encode())
     return h.hexdigest()
@@ -121,7 +121,7 @@ def cargo_build(manifest: Path, progress: Callable[[str], None] | None = None, c
 def compile_to_cache(spec: ir.SpecIR, progress: Callable[[str], None] | None = None, cache: Path | None = None) -> str:
     """Generate and build (once) the package of `spec` in `cache` (default: `cache_dir()`); returns its
     name, importable afterwards."""
-    digest = hashlib.sha256((spec.model_dump_json() + compiler_digest()).encode()).hexdigest()
+    digest = hashlib.sha256((ir.content_digest(spec) + compiler_digest()).encode()).hexdigest()
     name = package_name(spec, digest)
     base = (cache or cache_dir()) / "rust"
     root = base / "packages" / name
