@@ -15,22 +15,29 @@ import asyncio
 import gc
 import logging
 import re
+import sys
 import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
 
 import envc
 from envc.diagnostics import Diagnostic, Severity
 from envc.ir import SpecIR
+from envc.load import MAX_BYTES
 from envc.lsp import features
 from envc.lsp.features import Outline
+from envc.lsp.stdio import QuietDeserializeErrors, Transport
 from envc.pipeline import SECTIONS, lint
 
 log = logging.getLogger("envc.lsp")
@@ -109,6 +116,7 @@ class _Doc:
     others: set[str] = field(default_factory=set)  # other files (data files) we published diagnostics for
     published_at: float = 0.0
     last: Result | None = None
+    kind: tuple[str, bool] | None = None  # a text and whether it looks like a spec (asked on every request)
 
 
 def tidy(full: bool) -> None:
@@ -155,6 +163,25 @@ class EnvcLanguageServer(LanguageServer):
         self.tidied = 0
         self.tasks: set[asyncio.Task[None]] = set()
 
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve over stdio with envc's own reader (envc.lsp.stdio), which resynchronises after bad framing
+        where pygls's would stop answering; exits with the code of the client's `exit` (0 after `shutdown`)."""
+        self._stop_event = stop = threading.Event()
+        logging.getLogger("pygls.protocol.json_rpc").addFilter(QuietDeserializeErrors())
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        code: int | str | None = 0
+        try:
+            asyncio.run(Transport(self.protocol, stop).run(stdin or sys.stdin.buffer))
+        except BrokenPipeError:
+            log.warning("the connection to the client is lost: shutting down")
+        except KeyboardInterrupt:
+            pass
+        except SystemExit as e:  # pygls's `exit` handler
+            code = e.code
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+        sys.exit(code)
+
     # ---- positions ------------------------------------------------------
     @property
     def encoding(self) -> str:
@@ -180,13 +207,26 @@ class EnvcLanguageServer(LanguageServer):
         path = to_fs_path(uri) if uri.startswith("file:") else None
         return path or str(Path.cwd() / (uri.rsplit("/", 1)[-1] or "untitled.yaml"))
 
+    def document(self, uri: str) -> TextDocument | None:
+        """The document the client opened at `uri`; None for any other URI (pygls's `get_text_document` would
+        read it from disk: `file:///dev/zero` in a stray didSave must not hang the server)."""
+        opened: dict[str, TextDocument] = self.workspace.text_documents
+        return opened.get(unquote(uri))  # pygls keys them unquoted
+
     def outline(self, uri: str) -> Outline | None:
         """The outline of the document's newest text (None for a closed document or one that is not a spec)."""
         st = self.docs.get(uri)
         if st is None:
             return None
-        text = self.workspace.get_text_document(uri).source
-        if not looks_like_spec(text):
+        doc = self.document(uri)
+        if doc is None:
+            return None
+        text = doc.source
+        if len(text) > MAX_BYTES:  # over envc's size limit: lint reports it, and nothing in it can be resolved
+            return None
+        if st.kind is None or st.kind[0] != text:
+            st.kind = (text, looks_like_spec(text))
+        if not st.kind[1]:
             return None
         if st.outline is None or st.outline.text != text:
             spec = st.last.spec if st.last is not None and st.last.text == text else None
@@ -210,7 +250,9 @@ class EnvcLanguageServer(LanguageServer):
         try:
             while self.docs.get(uri) is st:
                 st.dirty = False
-                doc = self.workspace.get_text_document(uri)
+                doc = self.document(uri)
+                if doc is None:
+                    return
                 text, version = doc.source, doc.version
                 result = await loop.run_in_executor(self.worker, check, path, text)
                 if self.docs.get(uri) is not st:
@@ -295,11 +337,13 @@ def build_server() -> EnvcLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     async def did_change(ls: EnvcLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri)
+        if ls.document(params.text_document.uri) is not None:  # a change to a document never opened is dropped
+            ls.schedule(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: EnvcLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri)  # data files beside the spec may have changed
+        if ls.document(params.text_document.uri) is not None:
+            ls.schedule(params.text_document.uri)  # data files beside the spec may have changed
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: EnvcLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
