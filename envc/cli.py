@@ -9,13 +9,19 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import envc
 from envc.diagnostics import Severity
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="envc: compile declarative RL environment specs.")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # soft_wrap: one message is one line, however long
+
+
+def _error(message: object) -> None:
+    """Print `error: message` to stderr (the message is text, not markup: a path may hold `[/red]`)."""
+    err.print(f"[red]error:[/red] {escape(str(message))}")
 
 
 class Format(str, Enum):
@@ -72,12 +78,12 @@ def run(
             print(d.format(), file=sys.stderr)
         raise typer.Exit(1) from None
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
+        _error(e)
         raise typer.Exit(2) from None
     try:
         summary = random_rollouts(env, episodes, seed, max_steps)
     except (envc.SpecRuntimeError, StuckEpisode) as e:
-        err.print(f"[red]error:[/red] {e}")
+        _error(e)
         raise typer.Exit(1) from None
     table = Table(title=f"{model.name}: {episodes} random-legal episodes ({backend})")
     for col in ("episodes", "mean return", "mean length", "terminated", "truncated", "steps/s"):
@@ -108,18 +114,24 @@ def compile(
     spec: Annotated[str, typer.Argument(help="Spec file")],
     out: Annotated[str, typer.Option("-o", "--out", help="Output folder (a pip-installable package)")],
     backend: Annotated[str, typer.Option(help="jax, rust, or all (one package holding both)")] = "jax",
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing output folder")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an output folder that envc wrote (it holds .envc-output)")
+    ] = False,
+    force_any: Annotated[
+        bool, typer.Option("--force-any", help="Replace an output folder even if envc did not write it")
+    ] = False,
 ) -> None:
     """Compile a spec into an installable package with its derived tests."""
     from envc.compile import CompileError, write_package
 
     model = _load_or_exit(spec)
     try:
-        files = write_package(model, out, backend=backend, force=force)
+        files = write_package(model, out, backend=backend, force=force, force_any=force_any)
     except CompileError as e:
-        err.print(f"[red]error:[/red] {e}")
+        _error(e)
         raise typer.Exit(2) from None
-    err.print(f"[green]wrote {len(files)} files to {out}[/green]: pip install {out} && pytest {out}/tests")
+    shown = escape(out)
+    err.print(f"[green]wrote {len(files)} files to {shown}[/green]: pip install {shown} && pytest {shown}/tests")
 
 
 @app.command()
@@ -138,7 +150,7 @@ def verify(
     try:
         env = envc.build(model, backend=backend)
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
+        _error(e)
         raise typer.Exit(2) from None
     levels = tuple(level or ("L1", "L2", "L3"))
     with err.status("verifying") as status:
@@ -209,7 +221,7 @@ def bench(
                 progress=lambda msg: bar.update(task, description=msg),
             )
         except ValueError as e:
-            err.print(f"[red]error:[/red] {e}")
+            _error(e)
             raise typer.Exit(2) from None
     if as_json:
         print(json.dumps([r.to_json() for r in rows], indent=2))
@@ -243,9 +255,9 @@ def schema(
     try:
         write(out)
     except OSError as e:
-        err.print(f"[red]error:[/red] cannot write {out}: {e.strerror or e}")
+        _error(f"cannot write {out}: {e.strerror or e}")
         raise typer.Exit(2) from None
-    err.print(f"[green]wrote {out}[/green]")
+    err.print(f"[green]wrote {escape(out)}[/green]")
 
 
 @app.command()
@@ -264,13 +276,22 @@ def scrape(
     name: Annotated[str | None, typer.Option(help="Spec name (default: from the page title)")] = None,
     players: Annotated[int, typer.Option(help="Number of players")] = 2,
     adapter: Annotated[str | None, typer.Option(help="Site adapter (default: chosen per page)")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds allowed per request")] = 20.0,
-    max_bytes: Annotated[int, typer.Option(help="Largest page accepted")] = 5 * 1024 * 1024,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds per URL in all: robots.txt, redirects, connect, headers, body")
+    ] = 20.0,
+    max_bytes: Annotated[int, typer.Option(help="Largest page, on the wire and after each decoding")] = 5 << 20,
     max_redirects: Annotated[int, typer.Option(help="Redirects followed per request")] = 5,
     max_pages: Annotated[int, typer.Option(help="Pages read in all (card lists follow rel=next)")] = 20,
     delay: Annotated[float, typer.Option(help="Seconds between requests to one site")] = 1.0,
 ) -> None:
-    """Draft a spec from a rules page and card lists: tables -> constant tables, rule text -> todo items."""
+    """Draft a spec from a rules page and card lists: tables -> constant tables, rule text -> todo items.
+
+    Limits against hostile sites: --timeout is one deadline per URL (a server trickling bytes is cut off;
+    --delay waits do not count); --max-bytes holds on the wire and after every gzip/deflate layer (other
+    encodings, or more than 3 layers, are refused); redirects go to http(s) URLs only. A page is read up to
+    its 500th heading; longer sections, cells and rule text are cut, with a `note:` line; a draft over
+    3 MiB or 400,000 YAML values is an error. Each failure is one `error:` line (exit 1; 2 for a bad option).
+    """
     from envc.scrapers.cli import run as run_scrape
 
     raise typer.Exit(

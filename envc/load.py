@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +18,7 @@ from envc.diagnostics import Diagnostics, Span
 MAX_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 48
 MAX_NODES = 500_000
+MAX_NUMBER = 1000  # characters in one YAML number (int() of a long one is slow, and past 4,300 digits an error)
 
 try:
     _Loader: type = yaml.CSafeLoader
@@ -115,18 +119,34 @@ _SCALAR_TAGS: dict[str, Callable[[str], object]] = {
 }
 
 
+class _BadScalar(Exception):
+    """A plain scalar YAML reads as a number that is not one (`0x_`) or is too long to convert."""
+
+
 def _scalar_value(node: yaml.ScalarNode) -> object:
+    """The typed value of an untagged scalar (the tag is the one YAML 1.1 resolved for it)."""
     tag = node.tag
     text: str = node.value
     if tag in _SCALAR_TAGS:
         return _SCALAR_TAGS[tag](text)
-    if tag == "tag:yaml.org,2002:int":
+    if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+        return text  # str, and the ones envc has no use for (timestamps, `=`, `<<`) as their text
+    if len(text) > MAX_NUMBER:
+        raise _BadScalar(f"a number of {len(text):,} characters; a number is at most {MAX_NUMBER} characters")
+    try:
+        if tag == "tag:yaml.org,2002:float":
+            return float(_CONSTRUCTOR.construct_yaml_float(node))  # type: ignore[no-untyped-call]
         if text.isdigit() and (text[0] != "0" or len(text) == 1):  # the common case (0-prefixed is octal in YAML 1.1)
             return int(text)
         return int(_CONSTRUCTOR.construct_yaml_int(node))  # type: ignore[no-untyped-call]
-    if tag == "tag:yaml.org,2002:float":
-        return float(_CONSTRUCTOR.construct_yaml_float(node))  # type: ignore[no-untyped-call]
-    return text
+    except (ValueError, OverflowError):  # YAML 1.1's patterns admit "0b_", "0x_"
+        raise _BadScalar(
+            f"YAML reads '{_short(text)}' as a number, but it is not one; quote it if it is text"
+        ) from None
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()  # stateless for scalars; one for all (making one per value was slow)
@@ -136,9 +156,32 @@ class _TooBig(Exception):
     pass
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _require_regular(mode: int, path: str | Path) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        raise OSError(code, f"it is {kind}, not a regular file", os.fspath(path))
+
+
 def read_at_most(path: str | Path, limit: int) -> bytes:
-    """The first `limit` bytes of a file (OSError if it cannot be read)."""
-    with open(path, "rb") as f:
+    """The first `limit` bytes of a regular file. OSError if it cannot be read, and for anything but a regular
+    file (a folder, a named pipe, a device, a socket), refused before it is opened: opening a pipe waits for a
+    writer, and reading a device may never end."""
+    if "\x00" in os.fspath(path):  # os.stat would raise ValueError, not OSError
+        raise OSError(errno.EINVAL, "the file name contains a NUL character", os.fspath(path))
+    _require_regular(os.stat(path).st_mode, path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    with open(fd, "rb") as f:
+        _require_regular(os.fstat(fd).st_mode, path)  # the path may name something else since the stat
         return f.read(limit)
 
 
@@ -213,13 +256,12 @@ def compose_text(path: str, text: str, diags: Diagnostics, max_nodes: int = MAX_
         return None, False
     if composed is None:
         return None, True
-    lines = text.split("\n")
-    counter = [0, max_nodes]
+    walk = _Walk(path, text.split("\n"), diags, max_nodes)
     try:
-        tree = _convert(composed, path, lines, diags, 0, counter, set())
+        tree = _convert(composed, walk, 0)
     except _TooBig:
         return None, False
-    return tree, True
+    return (None, False) if walk.failed else (tree, True)
 
 
 def _too_many(limit: int) -> str:
@@ -336,21 +378,64 @@ def _block_indent(lines: list[str], header_line: int) -> int:
     return 0
 
 
-def _convert(
-    node: yaml.Node, path: str, lines: list[str], diags: Diagnostics, depth: int, counter: list[int], seen: set[int]
-) -> YNode:
-    counter[0] += 1
+@dataclass
+class _Walk:
+    """What converting one composed document needs and finds."""
+
+    path: str
+    lines: list[str]
+    diags: Diagnostics
+    max_nodes: int
+    count: int = 0
+    seen: set[int] = field(default_factory=set)
+    failed: bool = False  # an error that leaves the tree unusable (an explicit tag, a bad number) was reported
+    tagged: set[tuple[int, int]] = field(default_factory=set)  # where tags were reported (once per place)
+
+
+_NO_ANCHORS = "YAML anchors and aliases are not supported; write the value out"
+_TAG = re.compile(r"!<[^>\s]*>|![^\s,\[\]{}]*")  # a verbatim tag `!<...>` may hold commas
+
+
+def _properties(node: yaml.Node, walk: _Walk) -> None:
+    """Reject YAML node properties: anchors (the start of alias bombs) and explicit tags (`!!int "two"`,
+    `!!binary`, `!custom`, `!`), which would change what a value means or how it is built."""
+    s, e = node.start_mark, node.end_mark
+    if s.index == e.index or s.line >= len(walk.lines):
+        return  # an empty node without properties
+    line = walk.lines[s.line]
+    if line[s.column : s.column + 1] not in ("&", "!"):
+        return  # no properties: a node starts at them, and a plain scalar cannot start with either character
+    head = line[s.column : s.column + 200]
+    if head.startswith("&"):
+        walk.diags.error(_span(walk.path, node), "E003", _NO_ANCHORS)
+        raise _TooBig
+    tag = _TAG.match(head)
+    if tag is not None and (s.line, s.column) not in walk.tagged:
+        walk.tagged.add((s.line, s.column))
+        walk.failed = True
+        walk.diags.error(
+            Span.point(walk.path, s.line + 1, s.column + 1),
+            "E003",
+            f"YAML tag '{_short(tag.group())}' is not supported (specs take no explicit tags); "
+            "write the value without it, quoted if it is text",
+        )
+
+
+def _convert(node: yaml.Node, walk: _Walk, depth: int) -> YNode:
+    walk.count += 1
+    path, lines, diags = walk.path, walk.lines, walk.diags
     span = _span(path, node)
-    if counter[0] > counter[1]:
-        diags.error(span, "E003", _too_many(counter[1]))
+    if walk.count > walk.max_nodes:
+        diags.error(span, "E003", _too_many(walk.max_nodes))
         raise _TooBig
     if depth > MAX_DEPTH:
         diags.error(span, "E003", f"YAML nesting is deeper than {MAX_DEPTH} levels")
         raise _TooBig
-    if id(node) in seen:
-        diags.error(span, "E003", "YAML anchors and aliases are not supported; write the value out")
+    if id(node) in walk.seen:
+        diags.error(span, "E003", _NO_ANCHORS)
         raise _TooBig
-    seen.add(id(node))
+    walk.seen.add(id(node))
+    _properties(node, walk)
     if isinstance(node, yaml.ScalarNode):
         indent = _block_indent(lines, node.start_mark.line) if node.style in ("|", ">") else 0
         s, e = node.start_mark, node.end_mark
@@ -369,14 +454,21 @@ def _convert(
             body[0] = body[0][s.column + 1 :]
             raw = "\n".join(body)
             source = raw if raw != node.value else None
-        return YScalar(span, _scalar_value(node), node.style, node.value, indent, source)
+        value: object = node.value
+        if (s.line, s.column) not in walk.tagged:  # a tagged scalar is kept as its text
+            try:
+                value = _scalar_value(node)
+            except _BadScalar as bad:
+                diags.error(span, "E012", str(bad))
+                walk.failed = True
+        return YScalar(span, value, node.style, node.value, indent, source)
     if isinstance(node, yaml.SequenceNode):
-        return YSeq(span, [_convert(n, path, lines, diags, depth + 1, counter, seen) for n in node.value])
+        return YSeq(span, [_convert(n, walk, depth + 1) for n in node.value])
     assert isinstance(node, yaml.MappingNode)
     out = YMap(span)
     keys: dict[object, YScalar] = {}
     for k, v in node.value:
-        kn = _convert(k, path, lines, diags, depth + 1, counter, seen)
+        kn = _convert(k, walk, depth + 1)
         if not isinstance(kn, YScalar):
             diags.error(kn.span, "E012", "mapping keys must be plain scalars")
             raise _TooBig
@@ -390,5 +482,5 @@ def _convert(
             diags.error(kn.span, "E031", f"duplicate key '{kn.value}' (first at line {first.line})")
             continue
         keys[kn.value] = kn
-        out.items.append((kn, _convert(v, path, lines, diags, depth + 1, counter, seen)))
+        out.items.append((kn, _convert(v, walk, depth + 1)))
     return out

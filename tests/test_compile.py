@@ -42,14 +42,18 @@ def test_compile_writes_an_installable_layout(tmp_path: Path) -> None:
 
 
 def test_existing_output_needs_force(tmp_path: Path) -> None:
+    """--force replaces a folder envc wrote; a folder it did not write takes --force-any (tests/test_output_dirs.py
+    has the other cases)."""
     out = tmp_path / "pkg"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    r = cli("compile", "specs/cartpole.yaml", "-o", str(out))
-    assert r.returncode == 2 and "--force" in r.stderr
-    assert (out / "keep.txt").read_text() == "mine"
-    r = cli("compile", "specs/cartpole.yaml", "-o", str(out), "--force")
+    for flags in ((), ("--force",)):
+        r = cli("compile", "specs/cartpole.yaml", "-o", str(out), *flags)
+        assert r.returncode == 2 and "--force-any" in r.stderr and "Traceback" not in r.stderr
+        assert (out / "keep.txt").read_text() == "mine"
+    r = cli("compile", "specs/cartpole.yaml", "-o", str(out), "--force-any")
     assert r.returncode == 0 and not (out / "keep.txt").exists() and (out / "cartpole_jax" / "env.py").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pkg"]
 
 
 def test_failed_compile_leaves_nothing(tmp_path: Path) -> None:
@@ -88,8 +92,8 @@ def test_spec_strings_cannot_inject_code(tmp_path: Path) -> None:
     tree = ast.parse(env_py)
     kinds = {type(n).__name__ for n in tree.body[1:]}
     assert kinds <= {"ImportFrom", "Import", "Assign", "ClassDef", "FunctionDef"}, kinds
-    paths = [n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "SPEC_PATH"]
-    assert ast.literal_eval(paths[0]) == str(spec_path)
+    names = [n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "SPEC_FILE"]
+    assert ast.literal_eval(names[0]) == spec_path.name and "evil" not in env_py  # the file's name, not its path
     assert "49" not in (tmp_path / "out" / "README.md").read_text()
 
 

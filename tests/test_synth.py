@@ -305,7 +305,7 @@ def test_draft_scraped_from_files_is_the_draft_the_fixtures_answer() -> None:
         ([], ("state:\n  draft_turn:", "state:\n  draft turn:"), "does not lint"),
         ([], ("  target: module\n", "  target: somewhere\n"), "target 'somewhere' is not one of"),
         ([], ("  target: module\n", "  target: module\n  target: module\n"), "error[E031]: duplicate key 'target'"),
-        ([], ("name: ember_league_tcg", "name: &a ember_league_tcg"), "anchors and aliases are not allowed"),
+        ([], ("name: ember_league_tcg", "name: &a ember_league_tcg"), "error[E003]: YAML anchors and aliases are not"),
     ],
 )
 def test_bad_configuration_or_draft_is_one_line_before_any_call(
