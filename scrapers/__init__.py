@@ -46,7 +46,7 @@ def scrape(
     max_pages: int = 20,
 ) -> Draft:
     """Fetch (or read, with `from_files`) each page, follow card-list pagination, and build the draft."""
-    from .extract import soup_of
+    from .extract import soup_of, trim_headings
 
     fetcher = fetcher or Fetcher()
     pages: list[PageContent] = []
@@ -56,9 +56,10 @@ def scrape(
         while nxt is not None:
             if len(seen) >= max_pages:
                 raise ScrapeError(f"more than {max_pages} pages (raise --max-pages to follow more)")
-            page = _read_file(nxt) if from_files else fetcher.fetch(nxt)
+            page = _read_file(nxt, fetcher.max_bytes) if from_files else fetcher.fetch(nxt)
             seen.add(nxt)
             seen.add(page.url)
+            page = trim_headings(page)
             soup = soup_of(page)
             content = choose(page.url, soup, adapter).extract(page, soup)
             pages.append(content)
@@ -68,9 +69,9 @@ def scrape(
     return build_draft(pages, name=name, players=players)
 
 
-def _read_file(ref: str) -> Page:
+def _read_file(ref: str, max_bytes: int) -> Page:
     """A saved page by path or file:// URI (rel=next links between saved pages are file:// URIs)."""
     if ref.startswith("file:"):
         path = url2pathname(urlsplit(ref).path)
-        return read_saved(path)
-    return read_saved(str(Path(ref)))
+        return read_saved(path, max_bytes)
+    return read_saved(str(Path(ref)), max_bytes)

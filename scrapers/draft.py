@@ -17,6 +17,7 @@ from envc.check.symbols import RESERVED
 from .columns import Column, Energy, Enum, TypedTable, effect_enum, ident, merge_numbered, scan_energy, type_table
 from .emit import Flow, FlowList, dump
 from .extract import PageContent, RawTable, Section, slug
+from .fetch import ScrapeError
 
 DRAFT_FIELD = "draft_turn"
 DRAFT_ACTION = "draft_pass"
@@ -28,6 +29,14 @@ HEADER = (
     "rule text still to formalize (run `envc synthesize` on this file, or write the code by hand).\n"
     "Names starting with draft_ are placeholders that the 'game' item replaces."
 )
+# Bounds that keep every draft within what `envc lint` reads (4 MiB, 500,000 YAML nodes) and what a model
+# can be given: the `game` item's text, the action/rule items and their text in all, distinct card effects
+# (more and the effect column stays plain text) and the names listed under each effect. Items past a bound
+# are left out with a note; a draft still too large (table data) is an error.
+MAX_MODULE_CHARS = 200_000
+MAX_ITEMS, MAX_ITEMS_CHARS = 1_000, 1_000_000
+MAX_EFFECTS, MAX_USED_BY = 500, 20
+MAX_DRAFT_BYTES, MAX_DRAFT_NODES = 3 * 1024 * 1024, 400_000
 
 
 @dataclass
@@ -53,10 +62,19 @@ class Draft:
     tables: dict[str, TypedTable] = field(default_factory=dict)
     enums: dict[str, Enum] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the bounds left out, one line each
 
     def yaml(self) -> str:
-        """The draft as YAML text."""
-        return dump(self.doc, HEADER)
+        """The draft as YAML text; ScrapeError when it is larger than a spec may be."""
+        header = HEADER + "".join(f"\nNote: {n}" for n in self.notes)
+        text = dump(self.doc, header)
+        size = len(text.encode("utf-8"))
+        if size > MAX_DRAFT_BYTES:
+            raise ScrapeError(
+                f"the draft would be {size:,} bytes, more than the limit of {MAX_DRAFT_BYTES:,} "
+                f"({_biggest(self)}); scrape fewer pages"
+            )
+        return text
 
 
 def build_draft(pages: list[PageContent], name: str | None = None, players: int = 2) -> Draft:
@@ -75,11 +93,12 @@ def build_draft(pages: list[PageContent], name: str | None = None, players: int 
     tables: dict[str, TypedTable] = {}
     effects: Enum | None = None
     effect_uses: dict[str, list[str]] = {}
+    notes = [n for p in pages for n in p.notes]
     if cards_raw is not None:
         cards = type_table(cards_raw, energy, enums, taken_types)
         cards.name = "cards"
         cards.doc = f"Card list (row 0 is '{NO_CARD}', so card id 0 means an empty slot)"
-        effects, effect_uses = _effects(cards, taken_types)
+        effects, effect_uses = _effects(cards, taken_types, notes)
         merge_numbered(cards)
         tables["cards"] = cards
     for raw in other_raw:
@@ -97,7 +116,7 @@ def build_draft(pages: list[PageContent], name: str | None = None, players: int 
 
     title = next((p.title for p in rules_pages if p.title), "") or "game"
     spec_name = name or _spec_name(title)
-    todo = _todo(rules_pages, effects, effect_uses, tables)
+    todo = _todo(rules_pages, effects, effect_uses, tables, notes)
     doc: dict[str, Any] = {
         "name": spec_name,
         "doc": f"Draft of '{title}' from {', '.join(dict.fromkeys(p.url for p in pages))}",
@@ -151,7 +170,43 @@ def build_draft(pages: list[PageContent], name: str | None = None, players: int 
         "fields": Flow({DRAFT_OBS: "i32"}),
         "body": f"{DRAFT_OBS} = {DRAFT_FIELD}",
     }
-    return Draft(doc, todo, tables, enums, list(dict.fromkeys(p.url for p in pages)))
+    draft = Draft(doc, todo, tables, enums, list(dict.fromkeys(p.url for p in pages)), notes)
+    nodes, chars = _measure(doc)
+    if nodes > MAX_DRAFT_NODES:
+        raise ScrapeError(
+            f"the draft would have {nodes:,} YAML values, more than the limit of {MAX_DRAFT_NODES:,} "
+            f"({_biggest(draft)}); scrape fewer pages"
+        )
+    if chars > MAX_DRAFT_BYTES:  # checked again on the YAML text; this spares dumping a huge document
+        raise ScrapeError(
+            f"the draft would be more than {chars:,} bytes, more than the limit of {MAX_DRAFT_BYTES:,} "
+            f"({_biggest(draft)}); scrape fewer pages"
+        )
+    return draft
+
+
+def _measure(doc: Any) -> tuple[int, int]:
+    """YAML nodes (scalars, keys, collections) and characters of text of a document, without recursion."""
+    nodes = chars = 0
+    stack = [doc]
+    while stack:
+        v = stack.pop()
+        nodes += 1
+        if isinstance(v, dict):
+            nodes += len(v)
+            chars += sum(len(k) for k in v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str):
+            chars += len(v)
+    return nodes, chars
+
+
+def _biggest(draft: Draft) -> str:
+    rows = sum(t.n_rows for t in draft.tables.values())
+    chars = sum(len(t.text) for t in draft.todo)
+    return f"{rows:,} table rows, {chars:,} characters of rule text"
 
 
 def _split_cards(pages: list[PageContent]) -> tuple[RawTable | None, list[RawTable]]:
@@ -185,12 +240,19 @@ def _name_column(headers: list[str]) -> int:
     return 0
 
 
-def _effects(cards: TypedTable, taken_types: set[str]) -> tuple[Enum | None, dict[str, list[str]]]:
+def _effects(cards: TypedTable, taken_types: set[str], notes: list[str]) -> tuple[Enum | None, dict[str, list[str]]]:
     """Effect text columns of the card table get an enum column beside them (one member per distinct text)."""
     text_cols = [c for c in cards.columns if c.type == "str" and _is_effect_text(c)]
     if not text_cols:
         return None, {}
     texts = [v for c in text_cols for v in c.values if v.strip()]
+    distinct = len(set(texts))
+    if distinct > MAX_EFFECTS:
+        notes.append(
+            f"the cards have {distinct:,} distinct effect texts, more than {MAX_EFFECTS}: they stay text "
+            "columns, with no Effect enum or effect_* items"
+        )
+        return None, {}
     enum = effect_enum(texts, taken_types)
     names = {c.name for c in cards.columns}
     name_col = cards.columns[_name_column([c.title for c in cards.columns])]
@@ -303,28 +365,44 @@ def _section_text(s: Section, with_source: bool = True) -> str:
 
 
 def _todo(
-    pages: list[PageContent], effects: Enum | None, uses: dict[str, list[str]], tables: dict[str, TypedTable]
+    pages: list[PageContent],
+    effects: Enum | None,
+    uses: dict[str, list[str]],
+    tables: dict[str, TypedTable],
+    notes: list[str],
 ) -> list[TodoItem]:
     sections = [s for p in pages for s in p.sections]
     module = [s for s in sections if s.kind == "module"]
     names = {MODULE, DRAFT_ACTION}
-    items = [
-        TodoItem(
-            MODULE,
-            "module",
-            pages[0].url,
-            "\n\n".join(_section_text(s) for s in module) or "(the rules page has no general sections)",
-        )
-    ]
+    game = "\n\n".join(_section_text(s) for s in module) or "(the rules page has no general sections)"
+    if len(game) > MAX_MODULE_CHARS:
+        notes.append(f"the general rule text is {len(game):,} characters; the first {MAX_MODULE_CHARS:,} were kept")
+        game = game[:MAX_MODULE_CHARS].rstrip() + f"\n\n[... {len(game) - MAX_MODULE_CHARS:,} characters cut]"
+    items = [TodoItem(MODULE, "module", pages[0].url, game)]
+    chars = 0
+    left_out: list[str] = []
     for s in sections:
         if s.kind not in ("action", "rule"):
             continue
+        text = _section_text(s, with_source=False)
+        if len(items) > MAX_ITEMS or chars + len(text) > MAX_ITEMS_CHARS:
+            left_out.append(s.title)
+            continue
+        chars += len(text)
         n = ident(slug(s.title, max_words=3), names, s.kind)
-        items.append(TodoItem(n, f"{s.kind}s.{n}", s.source, _section_text(s, with_source=False)))
+        items.append(TodoItem(n, f"{s.kind}s.{n}", s.source, text))
+    if left_out:
+        notes.append(
+            f"{len(left_out)} action/rule section(s) past {MAX_ITEMS:,} items or {MAX_ITEMS_CHARS:,} characters "
+            f"were left out (first: '{left_out[0][:60]}')"
+        )
     if effects is not None:
         source = tables["cards"].source if "cards" in tables else pages[0].url
         for text, m in effects.labels.items():
-            used = ", ".join(uses.get(m, []))
+            users = uses.get(m, [])
+            used = ", ".join(users[:MAX_USED_BY]) + (
+                f" and {len(users) - MAX_USED_BY} more" if len(users) > MAX_USED_BY else ""
+            )
             body = f"{text}\n\nUsed by: {used}" if used else text
             items.append(TodoItem(f"effect_{m}", f"procedures.effect_{m}", source, body))
     return items

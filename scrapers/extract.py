@@ -6,10 +6,12 @@ is ever evaluated.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from urllib.parse import quote, urldefrag, urljoin
+from urllib.parse import quote, urldefrag, urljoin, urlsplit
 
 from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
@@ -23,6 +25,10 @@ BLOCKS = {"p", "dt", "dd", "pre", "figcaption", "address"}
 INSIDE_HEADING = frozenset({"p", "ul", "ol", "table", "div", "section", "dl", "pre", "blockquote", *HEADINGS})
 NESTED = frozenset({"ul", "ol", "table", "dl", *HEADINGS})  # walked on their own when inside a text block
 MAX_ROWS, MAX_COLS, MAX_TABLES, MAX_SPAN = 10_000, 100, 200, 1000
+# Per page: headings read (the rest of the page is left out, with a note), characters kept of one section's
+# text, of a heading and of a table cell (longer ones are cut, with a note). They keep a hostile page's draft
+# small enough to lint; real rules pages stay far below them.
+MAX_SECTIONS, MAX_SECTION_CHARS, MAX_TITLE_CHARS, MAX_CELL_CHARS = 500, 20_000, 200, 2_000
 
 
 @dataclass
@@ -48,6 +54,7 @@ class RawTable:
     section: str = ""
     caption: str = ""
     is_cards: bool = False  # a card list (set by the site adapter)
+    cut_cells: int = 0  # cells longer than MAX_CELL_CHARS, cut
 
 
 @dataclass
@@ -61,6 +68,24 @@ class PageContent:
     next_url: str | None = None
     card_list: bool = False
     adapter: str = "generic"
+    notes: list[str] = field(default_factory=list)  # what was left out or cut, one line each
+
+
+MAX_HEADING_TAGS = 20_000  # beyond any rules page; a card gallery with a heading per card stops at MAX_ROWS
+_HEADING_TAG = re.compile(rb"<h[1-6][\s/>]", re.IGNORECASE)
+
+
+def trim_headings(page: Page) -> Page:
+    """The page cut before its (MAX_HEADING_TAGS+1)-th heading tag, with a note; unchanged if it has fewer.
+
+    Parsing costs tens of microseconds per element, and extraction stops after MAX_SECTIONS headings anyway,
+    so a page of 100,000 headings is cut before it is parsed.
+    """
+    m = next(itertools.islice(_HEADING_TAG.finditer(page.body), MAX_HEADING_TAGS, None), None)
+    if m is None:
+        return page
+    note = f"{page.url}: more than {MAX_HEADING_TAGS:,} heading tags; the page was read up to byte {m.start():,}"
+    return dataclasses.replace(page, body=page.body[: m.start()], notes=(*page.notes, note))
 
 
 def soup_of(page: Page) -> BeautifulSoup:
@@ -138,7 +163,9 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
     assert isinstance(root, Tag)
     h1 = root.find("h1")
     title = text_of(h1) if isinstance(h1, Tag) else text_of(title_tag) if isinstance(title_tag, Tag) else ""
-    out = PageContent(url=page.url, title=title, next_url=_next_link(soup, page.url))
+    if len(title) > MAX_TITLE_CHARS:
+        title = title[: MAX_TITLE_CHARS - 3].rstrip() + "..."
+    out = PageContent(url=page.url, title=title, next_url=_next_link(soup, page.url), notes=list(page.notes))
     base = urldefrag(page.url).url
     current = Section(title or "Introduction", 1, base)
     buf: list[str] = []
@@ -150,10 +177,16 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
             buf.append(t)
         loose.clear()
 
+    cut: list[str] = []
+
     def flush_section() -> None:
         flush_loose()
-        current.text = "\n\n".join(buf).strip()
+        text = "\n\n".join(buf).strip()
         buf.clear()
+        if len(text) > MAX_SECTION_CHARS:
+            cut.append(current.title)
+            text = text[:MAX_SECTION_CHARS].rstrip() + f"\n\n[... {len(text) - MAX_SECTION_CHARS:,} characters cut]"
+        current.text = text
         out.sections.append(current)
 
     for node, depth in _walk(root):
@@ -162,8 +195,16 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
             continue
         name = node.name
         if name in HEADINGS:
-            flush_section()
             heading = text_of(node, INSIDE_HEADING)
+            if len(heading) > MAX_TITLE_CHARS:
+                heading = heading[: MAX_TITLE_CHARS - 3].rstrip() + "..."
+            if len(out.sections) + 1 >= MAX_SECTIONS:
+                out.notes.append(
+                    f"{page.url}: more than {MAX_SECTIONS} headings; the page was read up to the heading "
+                    f"'{heading[:60]}' (the rest is not in the draft)"
+                )
+                break
+            flush_section()
             current = Section(heading, HEADINGS[name], _anchor_url(base, node, heading))
         elif name == "table":
             flush_loose()
@@ -192,6 +233,14 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
             flush_loose()
     flush_section()
     out.sections = [s for s in out.sections if s.text or s.tables or s.level > 1]
+    if cut:
+        out.notes.append(
+            f"{page.url}: {len(cut)} section(s) longer than {MAX_SECTION_CHARS:,} characters were cut "
+            f"(first: '{cut[0][:60]}')"
+        )
+    cells = sum(t.cut_cells for t in out.tables)
+    if cells:
+        out.notes.append(f"{page.url}: {cells} table cell(s) longer than {MAX_CELL_CHARS:,} characters were cut")
     return out
 
 
@@ -265,11 +314,21 @@ def _anchor_url(base: str, heading: Tag, title: str) -> str:
 
 
 def _next_link(soup: BeautifulSoup, url: str) -> str | None:
+    """The first rel=next link of the same kind as the page (http(s) from the web, file: from saved pages);
+    invalid and other links are passed over."""
+    web = {"http", "https"}
+    own = urlsplit(url).scheme
     for tag in soup.find_all(["link", "a"]):
         raw: object = tag.get("rel") or []
         rel = raw.split() if isinstance(raw, str) else [str(r) for r in raw] if isinstance(raw, list) else []
         if "next" in [r.lower() for r in rel] and tag.get("href"):
-            return urldefrag(urljoin(url, str(tag["href"]))).url
+            try:
+                nxt = urldefrag(urljoin(url, str(tag["href"]))).url
+                scheme = urlsplit(nxt).scheme
+            except ValueError:
+                continue
+            if scheme == own or (scheme in web and own in web):
+                return nxt
     return None
 
 
@@ -285,7 +344,8 @@ def read_table(tbl: Tag, section: Section, base: str, taken: set[str]) -> RawTab
         elif child.name in ("thead", "tbody", "tfoot"):
             part = [r for r in child.children if isinstance(r, Tag) and r.name == "tr"]
             (head_rows if child.name == "thead" else trs).extend(part)
-    grid = _grid(head_rows + trs)
+    cut: list[int] = [0]
+    grid = _grid(head_rows + trs, cut)
     if not grid:
         return None
     n_head = len(head_rows)
@@ -303,15 +363,16 @@ def read_table(tbl: Tag, section: Section, base: str, taken: set[str]) -> RawTab
     stem = caption or (str(ident) if ident else "") or section.title or "table"
     name = _unique(slug(stem) or "table", taken)
     source = f"{base}#{quote(str(ident), safe='-._~')}" if ident else section.source
-    return RawTable(name, headers, rows, source, section.title, caption)
+    return RawTable(name, headers, rows, source, section.title, caption, cut_cells=cut[0])
 
 
 def _cells(tr: Tag) -> list[Tag]:
     return [c for c in tr.children if isinstance(c, Tag) and c.name in ("td", "th")]
 
 
-def _grid(trs: list[Tag]) -> list[list[str]]:
-    """Rows of cell texts with colspan and rowspan spread out, padded to the widest row."""
+def _grid(trs: list[Tag], cut: list[int]) -> list[list[str]]:
+    """Rows of cell texts with colspan and rowspan spread out, padded to the widest row; cells longer than
+    MAX_CELL_CHARS are cut (counted in `cut[0]`)."""
     grid: list[list[str]] = []
     carry: dict[int, tuple[int, str]] = {}  # column -> (rows left, text) from a rowspan above
     for tr in trs:
@@ -332,6 +393,9 @@ def _grid(trs: list[Tag]) -> list[list[str]]:
             if cell is None:
                 break
             text = text_of(cell).replace("\n", " ")
+            if len(text) > MAX_CELL_CHARS:
+                cut[0] += 1
+                text = text[: MAX_CELL_CHARS - 3].rstrip() + "..."
             span = _span(cell.get("colspan"))
             down = _span(cell.get("rowspan"))
             for k in range(span):  # a spanned cell's text belongs to its first column; the others are empty

@@ -7,8 +7,8 @@ from urllib.parse import urldefrag
 from bs4 import BeautifulSoup
 from bs4.element import Tag
 
-from ..extract import PageContent, RawTable, text_of
-from ..fetch import Page
+from ..extract import MAX_COLS, MAX_ROWS, PageContent, RawTable, text_of
+from ..fetch import Page, ScrapeError
 from .base import SiteAdapter
 
 
@@ -42,6 +42,8 @@ class EmberDBGallery(SiteAdapter):
         stats: list[str] = []
         most = 0
         for art in grid.find_all("article", class_="card"):
+            if len(cards) >= MAX_ROWS:
+                raise ScrapeError(f"{base}: the card gallery has more than the limit of {MAX_ROWS:,} cards")
             row: dict[str, str] = {"Name": text_of(art.find(class_="card-name") or art)}
             dl = art.find("dl")
             if isinstance(dl, Tag):
@@ -65,5 +67,7 @@ class EmberDBGallery(SiteAdapter):
         headers = ["Name", *stats]
         for i in range(1, most + 1):
             headers += [f"Attack {i}", f"Cost {i}", f"Damage {i}", f"Text {i}"]
+        if len(headers) > MAX_COLS:
+            raise ScrapeError(f"{base}: the card gallery has {len(headers)} columns, more than the limit of {MAX_COLS}")
         rows = [[c.get(h, "") for h in headers] for c in cards]
         return RawTable("card_gallery", headers, rows, f"{base}#card-grid", "Cards", is_cards=True)
