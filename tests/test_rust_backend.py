@@ -556,8 +556,8 @@ def test_the_kernel_takes_sin_and_cos_of_all_lanes_at_once() -> None:
     assert "let costheta = ops::cos_lanes(&ln.theta);" in cartpole
     assert "let sintheta = ops::sin_lanes(&ln.theta);" in cartpole
     inner = thruster.index("= ops::sin_lanes(&ln.vel);")
-    gather = thruster.index("= (ln.angle[l] * 1.0f32) + (0.0f32 * _sin")
-    assert inner < gather < thruster.index("= ops::cos_lanes(&_arg")
+    gather = thruster.index("= (ln.angle[l] * 1.0f32) + (0.0f32 * __sin")
+    assert inner < gather < thruster.index("= ops::cos_lanes(&__arg")
     assert "ops::sin(" not in cartpole + thruster and "ops::cos(" not in cartpole + thruster
 
 
@@ -565,8 +565,8 @@ def test_only_the_table_columns_the_code_reads_are_emitted() -> None:
     """A card table's id column is read by no rule, so the crate has no static for it (it would be dead code);
     the columns the rules read are there."""
     src = render(envc.load(str(ROOT / "specs/tcg.yaml")), "", "tables_probe")["src/env.rs"]
-    assert "static CARDS_KIND:" in src and "static ATTACKS_DAMAGE:" in src
-    assert "CARDS_ID" not in src and "ATTACKS_ID" not in src
+    assert "static CARDS__KIND:" in src and "static ATTACKS__DAMAGE:" in src
+    assert "CARDS__ID" not in src and "ATTACKS__ID" not in src
 
 
 def test_vector_env_replays_reference_episodes(rust_cache: Path) -> None:

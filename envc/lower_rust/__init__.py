@@ -8,7 +8,6 @@ protocol, the rayon batch driver and the numpy glue.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import shutil
@@ -21,20 +20,8 @@ import jinja2
 from envc import __version__, ir
 from envc.ir import DType
 from envc.lower_rust import lanes
-from envc.lower_rust.emit import (
-    ARRAY_KIND,
-    RUST,
-    Analysis,
-    Ctx,
-    Emitter,
-    Names,
-    comment_lines,
-    conv,
-    f32_literal,
-    int_literal,
-    paren,
-    rust_str,
-)
+from envc.lower_rust.emit import ARRAY_KIND, RUST, Analysis, Ctx, Emitter, conv, f32_literal, int_literal, paren
+from envc.lower_rust.names import Names, comment_lines, comment_text, py_doc, py_literal, rust_str, toml_value
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE.parent / "templates" / "rust"
@@ -57,7 +44,7 @@ class Function:
     args: str
     ret: str
     body: list[str]
-    doc: list[str]
+    doc: list[str]  # `///` lines (`doc_lines`) and attributes
     inline: str = "inline"  # the `#[...]` attribute, or "" for none
     public: bool = False
     simd: bool = False  # two out-of-line builds, the AVX2 one picked at run time (`rt::simd_dispatch!`)
@@ -68,15 +55,10 @@ class Lowering:
 
     def __init__(self, spec: ir.SpecIR):
         self.spec = spec
-        self.names = Names()
+        self.names = Names(spec)
         self.an = Analysis(spec)
         self.lane_plan = lanes.plan(spec, self.an)
         self.packed = lanes.packed(spec, self.lane_plan)
-        self.names.reserve("item", "Spec")
-        for a in spec.actions:  # each kind's generated functions, before any spec function is named
-            kind = self.names.get("kind", a.name)
-            self.names.reserve("item", f"effect_{kind}")
-            self.names.reserve("item", f"legal_{kind}")
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.functions: list[Function] = []
 
@@ -94,7 +76,7 @@ class Lowering:
         return args
 
     def local(self, name: str) -> str:
-        return self.names.get("local", name)
+        return self.names.local(name)
 
     def ty(self, t: ir.Ty) -> str:
         return RUST[t.dtype]
@@ -105,7 +87,7 @@ class Lowering:
             em = self.emitter()
             params = [self.arg(n, self.ty(t), c.body) for n, t in c.params]
             doc = [
-                f"/// {'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec.",
+                *doc_lines(f"{'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec."),
                 "#[allow(dead_code, unused_assignments)]",  # as written in the spec: maybe unused, or a let overwritten
             ]
             if c.returns is not None:
@@ -115,13 +97,13 @@ class Lowering:
                 em.line(conv(em.expr(last.value, Ctx()), last.value.ty, c.returns, self.enums))
                 args = self.sig(c.body, False, False) + params
                 self.functions.append(
-                    Function(self.names.get("item", c.name), ", ".join(args), self.ty(c.returns), em.lines, doc)
+                    Function(self.names.fn(c.name), ", ".join(args), self.ty(c.returns), em.lines, doc)
                 )
             else:
                 key = self.an.draws(c.body)
                 em.block(c.body, Ctx("key" if key else None))
                 args = self.sig(c.body, True, key) + params
-                self.functions.append(Function(self.names.get("item", c.name), ", ".join(args), "", em.lines, doc))
+                self.functions.append(Function(self.names.fn(c.name), ", ".join(args), "", em.lines, doc))
 
     def writer(
         self,
@@ -140,7 +122,7 @@ class Lowering:
             em.hoist_draws(stmts, ctx)
         em.block(stmts, ctx)
         args = self.sig(stmts, True, key) + (extra or [])
-        return Function(name, ", ".join(args), "", em.lines, [f"/// {doc}"])
+        return Function(name, ", ".join(args), "", em.lines, doc_lines(doc))
 
     def expr_fn(
         self,
@@ -154,7 +136,7 @@ class Lowering:
         em = self.emitter()
         em.line(conv(em.expr(x, Ctx(None, dict(ranges or {}))), x.ty, ret, self.enums))
         return Function(
-            name, ", ".join(self.sig(x, False, False) + (extra or [])), self.ty(ret), em.lines, [f"/// {doc}"]
+            name, ", ".join(self.sig(x, False, False) + (extra or [])), self.ty(ret), em.lines, doc_lines(doc)
         )
 
     def arg(self, name: str, ty: str, body: object) -> str:
@@ -184,7 +166,7 @@ class Lowering:
     def actions(self) -> None:
         spec = self.spec
         for a in spec.actions:
-            kind = self.names.get("kind", a.name)
+            kind = self.names.kind(a.name)
             params, ranges = self.action_params(a, a.effect)
             self.functions.append(
                 self.writer(f"effect_{kind}", a.effect, f"Effect of action kind `{a.name}`.", params, ranges)
@@ -209,7 +191,7 @@ class Lowering:
         if self.spec.actions:
             lines.append("    match id {")
             for a in self.spec.actions:
-                kind = self.names.get("kind", a.name)
+                kind = self.names.kind(a.name)
                 local = f"id - {a.offset}" if a.offset else "id"
                 vals = self.decode(a, paren(local) if a.offset else "id")
                 args = ["st", "prm"] + (["key"] if self.an.draws(a.effect) else []) + vals
@@ -218,14 +200,14 @@ class Lowering:
             lines.append("    }")
         u = "" if self.spec.actions else "_"  # a spec with only a continuous action has no ids
         args = [f"{u}st: &mut State", f"{u}prm: &Params", f"{'key' if key else '_key'}: Key", f"{u}id: usize"]
-        return Function("apply_action", ", ".join(args), "", lines, ["/// Run the effect of action id `id`."])
+        return Function("apply_action", ", ".join(args), "", lines, doc_lines("Run the effect of action id `id`."))
 
     def is_legal(self) -> Function:
         lines = []
         if self.spec.actions:
             lines.append("    match id {")
             for a in self.spec.actions:
-                kind = self.names.get("kind", a.name)
+                kind = self.names.kind(a.name)
                 vals = self.decode(a, f"(id - {a.offset})" if a.offset else "id")
                 lines.append(
                     f"        {a.offset}..={a.offset + a.size - 1} => legal_{kind}({', '.join(['st', 'prm', *vals])}),"
@@ -236,13 +218,13 @@ class Lowering:
             lines.append("    false")
         u = "" if self.spec.actions else "_"
         args = f"{u}st: &State, {u}prm: &Params, {u}id: usize"
-        return Function("is_legal", args, "bool", lines, ["/// Is action id `id` legal?"])
+        return Function("is_legal", args, "bool", lines, doc_lines("Is action id `id` legal?"))
 
     def legal_mask(self) -> Function:
         """Every kind's ids, with each conjunct of `legal` tested in the outermost loop that binds its params."""
         em = self.emitter()
         for a in self.spec.actions:
-            em.line(f"// {a.name}: ids {a.offset}..{a.offset + a.size}")
+            em.comment(f"{a.name}: ids {a.offset}..{a.offset + a.size}")
             conj: list[ir.Expr] = []
             stack: list[ir.Expr] = [a.legal]
             while stack:
@@ -294,7 +276,7 @@ class Lowering:
             f"{st}: &State, {prm}: &Params, {'mask' if self.spec.actions else '_mask'}: &mut [bool]",
             "",
             em.lines,
-            ["/// Set `mask[id]` for every legal action id (`mask` arrives all false)."],
+            doc_lines("Set `mask[id]` for every legal action id (`mask` arrives all false)."),
         )
 
     def rules(self) -> None:
@@ -303,7 +285,7 @@ class Lowering:
         key = self.an.draws(code)
         ctx = Ctx("key" if key else None)
         for r in self.spec.rules:
-            em.line(f"// rule {r.name}")
+            em.comment(f"rule {r.name}")
             if isinstance(r.when, ir.Lit) and r.when.value is True:
                 em.line("{")
                 with em.indented():
@@ -311,11 +293,9 @@ class Lowering:
                 em.line("}")
             else:
                 em.s_if(ir.IfS(cond=r.when, then=r.body, span=r.when.span), ctx)
-        names = ", ".join(r.name for r in self.spec.rules) or "none"
         args = self.sig(code, True, key) + ([] if key else ["_key: Key"])
-        self.functions.append(
-            Function("apply_rules", ", ".join(args), "", em.lines, [f"/// The automatic rules, in order ({names})."])
-        )
+        doc = doc_lines(f"The {len(self.spec.rules)} automatic rules in order, each under a comment with its name.")
+        self.functions.append(Function("apply_rules", ", ".join(args), "", em.lines, doc))
 
     def observe(self) -> Function:
         em = self.emitter()
@@ -325,19 +305,18 @@ class Lowering:
             "obs: &mut Obs",
         ]
         return Function(
-            "observe", ", ".join(args), "", em.lines, ["/// Write player `p`'s observation into `obs` (zeroed)."]
+            "observe", ", ".join(args), "", em.lines, doc_lines("Write player `p`'s observation into `obs` (zeroed).")
         )
 
     def invariants(self) -> Function:
         em = self.emitter()
         for i, (name, x) in enumerate(self.spec.invariants):
-            em.line(f"// {name}")
+            em.comment(name)
             em.line(f"ok[{i}] = {em.expr(x, Ctx())};")
         body = tuple(x for _, x in self.spec.invariants)
         args = self.sig(body, False, False) + [f"{'ok' if self.spec.invariants else '_ok'}: &mut [bool]"]
-        return Function(
-            "invariants", ", ".join(args), "", em.lines, ["/// Each invariant's truth value, in `INVARIANTS` order."]
-        )
+        doc = doc_lines("Each invariant's truth value, in `INVARIANTS` order.")
+        return Function("invariants", ", ".join(args), "", em.lines, doc)
 
     def all_functions(self) -> list[Function]:
         spec = self.spec
@@ -380,7 +359,7 @@ class Lowering:
         for s in a.effect:
             em.top(s, ctx)
         for r in p.rules:
-            em.line(f"// rule {r.name}")
+            em.comment(f"rule {r.name}")
             if lanes.always(r):
                 for s in r.body:
                     em.top(s, ctx)
@@ -393,23 +372,23 @@ class Lowering:
             ", ".join(args),
             "",
             em.lines,
-            [
-                f"/// Effect of `{a.name}` then the rules on every lane, one statement at a time over all lanes.",
-                "/// Its builds stay out of line: in the batch loop LLVM would no longer vectorize the lane arrays.",
-            ],
+            doc_lines(
+                f"Effect of `{a.name}` then the rules on every lane, one statement at a time over all lanes.\n"
+                "Its builds stay out of line: in the batch loop LLVM would no longer vectorize the lane arrays."
+            ),
             inline="",
             simd=True,
         )
         local = f"(ids[l] - {a.offset})" if a.offset else "ids[l]"
         values = self.decode(a, local)
-        fields = [self.names.get("field", f.name) for f in self.lane_fields()]
-        writes = [self.names.get("field", f.name) for f in p.writes]
+        fields = [self.names.field(f.name) for f in self.lane_fields()]
+        writes = [self.names.field(f.name) for f in p.writes]
         load = Function(
             "load_lane",
             "ln: &mut Lanes, l: usize, st: &State",
             "",
             [f"    ln.{name}[l] = st.{name};" for name in fields],
-            ["/// Copy the fields in `Lanes` of `st` into lane `l`."],
+            doc_lines("Copy the fields in `Lanes` of `st` into lane `l`."),
         )
         store = self.lane_to_state("store_lane", writes, "Copy the fields the kernel writes from lane `l` into `st`.")
         body = [f"    let mut {self.local(q.name)} = [0{self.ty(q.ty)}; LANES];" for _, q in used]
@@ -424,7 +403,7 @@ class Lowering:
             f"ln: &mut Lanes, prm: &Params, {'' if used else '_'}ids: &[usize; LANES]",
             "",
             body,
-            ["/// `apply_action` then `apply_rules` on every lane (ids in range and legal)."],
+            doc_lines("`apply_action` then `apply_rules` on every lane (ids in range and legal)."),
         )
         # A packed spec's states never leave the lanes except whole (`unpack_lane`).
         return [kernel, load, *([] if self.packed else [store]), wrapper, *self.pack_functions()]
@@ -433,7 +412,7 @@ class Lowering:
     def lane_to_state(name: str, fields: list[str], doc: str) -> Function:
         """A function copying `fields` from lane `l` of the lanes into a state."""
         body = [f"    st.{f} = ln.{f}[l];" for f in fields]
-        return Function(name, "ln: &Lanes, l: usize, st: &mut State", "", body, [f"/// {doc}"])
+        return Function(name, "ln: &Lanes, l: usize, st: &mut State", "", body, doc_lines(doc))
 
     def lane_fields(self) -> list[ir.FieldInfo]:
         """The fields in `Lanes`: every field when packed, else the kernel's."""
@@ -445,9 +424,9 @@ class Lowering:
         if not self.packed:
             return []
         spec = self.spec
-        fields = [self.names.get("field", f.name) for f in spec.fields]
+        fields = [self.names.field(f.name) for f in spec.fields]
         unpack = self.lane_to_state("unpack_lane", fields, "Copy lane `l` into `st` (every field).")
-        count = self.names.get("field", "step_count")
+        count = self.names.field("step_count")
         step = Function(
             "step_pack",
             "ln: &mut Lanes, prm: &Params, ids: &[usize; LANES]",
@@ -458,7 +437,7 @@ class Lowering:
                 "    }",
                 "    apply_lanes(ln, prm, ids);",
             ],
-            ["/// Count a step on every lane, then `apply_lanes`."],
+            doc_lines("Count a step on every lane, then `apply_lanes`."),
         )
         em = lanes.LaneEmitter(spec, self.names, self.an, ())
         ctx = Ctx(None, {})
@@ -480,10 +459,9 @@ class Lowering:
             f"ln: &Lanes, {prm}: &Params, rows: &mut rt::LaneRows<Obs>",
             "",
             em.lines,
-            [
-                "/// Every lane's reward, ends and observation.",
-                "/// Its builds stay out of line, as `lane_kernel`'s do.",
-            ],
+            doc_lines(
+                "Every lane's reward, ends and observation.\nIts builds stay out of line, as `lane_kernel`'s do."
+            ),
             inline="",
             simd=True,
         )
@@ -510,16 +488,16 @@ class Lowering:
         functions = self.all_functions()
         enums = [
             {
-                "name": self.names.get("item", e.name, "camel"),
-                "doc": comment_lines(e.doc or f"Members of the enum `{e.name}`.", "/// "),
-                "members": [(self.names.get("enum:" + e.name, m, "upper"), i, m) for i, m in enumerate(e.members)],
+                "name": self.names.enum(e.name),
+                "doc": spec_doc(e.doc or f"Members of the enum `{e.name}`."),
+                "members": [(self.names.member(e.name, m), i) for i, m in enumerate(e.members)],
             }
             for e in spec.enums
         ]
         consts = []
         code = "\n".join(line for f in functions for line in f.body)
         for c in spec.consts:
-            name = self.names.get("item", c.name, "upper")
+            name = self.names.const(c.name)
             if not re.search(rf"\b{name}\b", code):
                 continue  # a table column no code reads (a card's id, say) would be dead code
             kind = "const" if not c.ty.shape else "static"
@@ -530,17 +508,17 @@ class Lowering:
                     "name": name,
                     "ty": ty,
                     "value": self.array_init(c.values, c.ty),
-                    "doc": comment_lines(c.doc or f"`{c.name}`, shape {list(c.ty.shape)}", "/// "),
+                    "doc": spec_doc(c.doc or f"`{c.name}`, shape {list(c.ty.shape)}"),
                 }
             )
         params = [
             {
-                "name": self.names.get("param", p.name),
+                "name": self.names.param(p.name),
                 "spec": p.name,
                 "ty": self.ty(p.ty),
                 "dtype": p.ty.dtype.value,
                 "default": self.value(p.default, p.ty),
-                "doc": comment_lines(p.doc, "/// ") if p.doc.strip() else [],
+                "doc": spec_doc(p.doc) if p.doc.strip() else [],
             }
             for p in spec.params
             if not p.static
@@ -550,7 +528,7 @@ class Lowering:
             n = math.prod(f.ty.shape)
             fields.append(
                 {
-                    "name": self.names.get("field", f.name),
+                    "name": self.names.field(f.name),
                     "spec": f.name,
                     "ty": self.ty(f.ty),
                     "rust_ty": self.ty(f.ty) if not f.ty.shape else f"[{self.ty(f.ty)}; {n}]",
@@ -559,9 +537,7 @@ class Lowering:
                     "size": n,
                     "kind": ARRAY_KIND[f.ty.dtype],
                     "scalar": not f.ty.shape,
-                    "doc": comment_lines(
-                        f.doc or f"`{f.name}`" + (f", shape {list(f.ty.shape)}" if f.ty.shape else ""), "/// "
-                    ),
+                    "doc": spec_doc(f.doc or f"`{f.name}`" + (f", shape {list(f.ty.shape)}" if f.ty.shape else "")),
                 }
             )
         obs = []
@@ -569,7 +545,7 @@ class Lowering:
             n = math.prod(o.ty.shape)
             obs.append(
                 {
-                    "name": self.names.get("obs", o.name),
+                    "name": self.names.obs(o.name),
                     "spec": o.name,
                     "ty": self.ty(o.ty),
                     "size": n,
@@ -589,7 +565,7 @@ class Lowering:
         return {
             "spec": spec,
             "version": __version__,
-            "doc": comment_lines(spec.doc, "//! ") if spec.doc.strip() else [],
+            "doc": spec_doc(spec.doc) if spec.doc.strip() else [],
             "enums": enums,
             "consts": consts,
             "params": params,
@@ -601,15 +577,25 @@ class Lowering:
             "name_literal": rust_str(spec.name),
             "penalty": f32_literal(spec.illegal_action_penalty),
             "action_size": math.prod(spec.box.shape) if spec.box is not None else 0,
-            "step_count": self.names.get("field", "step_count"),
-            "current_player": self.names.get("field", "current_player"),
-            "rust_str": rust_str,
+            "step_count": self.names.field("step_count"),
+            "current_player": self.names.field("current_player"),
             "lanes": None
             if self.lane_plan is None
-            else [(self.names.get("field", f.name), self.ty(f.ty)) for f in self.lane_fields()],
+            else [(self.names.field(f.name), self.ty(f.ty)) for f in self.lane_fields()],
             "packed": self.packed,
             "always_legal": all(isinstance(a.legal, ir.Lit) and a.legal.value is True for a in spec.actions),
         }
+
+
+def doc_lines(text: str) -> list[str]:
+    """`text` as `///` doc comment lines: for the generator's own text, spec names allowed (see `spec_doc`)."""
+    return comment_lines(text, "/// ")
+
+
+def spec_doc(text: str) -> list[str]:
+    """A spec `doc:` (free text) as plain `//` comment lines: in a doc comment a Markdown code block would be a
+    doctest, which `cargo test` compiles and runs."""
+    return comment_lines(text, "// ")
 
 
 def _conj(tests: list[str]) -> str:
@@ -625,9 +611,12 @@ def _env(loader_dir: Path) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
     )
-    env.filters["pyrepr"] = repr
+    # Spec text reaches the files only through these (see `names`): a template never prints it raw.
+    env.filters["pyrepr"] = py_literal
+    env.filters["pydoc"] = py_doc
     env.filters["rust_str"] = rust_str
-    env.filters["toml"] = lambda v: json.dumps(v)
+    env.filters["comment"] = comment_text
+    env.filters["toml"] = toml_value
     return env
 
 

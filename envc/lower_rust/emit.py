@@ -5,15 +5,13 @@ and floor-divide with `envc_runtime::ops::Int`; reads clamp their indices and wr
 (`ops::ix`, `ops::wx`) unless the index is statically in range. Reductions become iterator chains; `any`, `all`
 and `count` over a cheap, draw-free body (`Analysis.cost` under `BRANCHLESS_COST`) are folded without early
 exits, since bodies have no side effects and a data-dependent exit costs more in mispredicted branches than
-the work it skips (connect four's win check: 40% more steps/s). Every identifier comes from `Names`, which
-never hands a spec name to Rust unescaped.
+the work it skips (connect four's win check: 40% more steps/s). Every identifier of a spec name comes from
+`names.Names`; the code's own temporaries are `__<word><n>` (`Emitter.fresh`), which no spec name becomes.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ import numpy as np
 
 from envc import ir
 from envc.ir import DType, Ty
+from envc.lower_rust.names import Names, comment_lines
 
 RUST = {
     DType.BOOL: "bool",
@@ -40,95 +39,11 @@ ARRAY_KIND = {
     DType.F32: "F32",
 }
 
-KEYWORDS = frozenset(
-    "as break const continue crate else enum extern false fn for if impl in let loop match mod move mut pub ref "
-    "return self Self static struct super trait true type unsafe use where while async await dyn abstract become "
-    "box do final macro override priv typeof unsized virtual yield try gen union macro_rules".split()
-)
-# Names the generated code itself uses: spec names are escaped away from them.
-INTERNAL = frozenset(
-    "st prm key obs mask ok id action local rt rng ops zone Key State Params Obs ObsRows Spec NUM_PLAYERS NUM_ACTIONS "
-    "std core alloc Some None Ok Err Option Result Vec Box String Default Clone Copy Send Sync Sized Drop Fn FnMut "
-    "FnOnce Iterator IntoIterator Into From Eq PartialEq Ord PartialOrd ToString ToOwned AsRef AsMut Debug "
-    "fresh reset reset_body apply_rules apply_action is_legal legal_mask reward is_terminated is_truncated observe "
-    "invariants effect_box Lanes lane_kernel lane_kernel_body load_lane store_lane apply_lanes unpack_lane step_pack "
-    "pack_rows pack_rows_body LANES ln l ids rows "
-    "main i8 i16 i32 i64 u8 u16 u32 u64 usize isize f32 f64 bool char str".split()
-)
-
-
-def _sanitize(name: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9_]", "_", name) or "_"
-    return "n" + s if s[0].isdigit() else s
-
-
-class Names:
-    """Injective spec-name -> Rust-identifier maps, one per namespace; internal names are never handed out."""
-
-    def __init__(self) -> None:
-        self._maps: dict[str, dict[str, str]] = {}
-        self._taken: dict[str, set[str]] = {}
-
-    def get(self, space: str, name: str, style: str = "keep") -> str:
-        """The identifier of `name` in `space` (`style`: keep, upper, or camel)."""
-        m = self._maps.setdefault(space, {})
-        if name in m:
-            return m[name]
-        taken = self._taken.setdefault(space, set())
-        base = _sanitize(name)
-        if style == "upper":
-            base = base.upper()
-        elif style == "camel":
-            base = base[:1].upper() + base[1:]
-        cand = base
-        internal = space in ("local", "item")  # other spaces are struct fields, reached through `st.`, `prm.`, ...
-        if (
-            cand in KEYWORDS
-            or cand in ("self", "Self", "crate", "super")
-            or (internal and (cand in INTERNAL or (style == "keep" and cand.startswith("_"))))
-        ):
-            cand += "_"
-        first, n = cand, 1
-        while cand in taken:
-            n += 1
-            cand = f"{first}{n}" if style == "camel" else f"{first}_{n}"
-        taken.add(cand)
-        m[name] = cand
-        return cand
-
-    def reserve(self, space: str, ident: str) -> None:
-        """Keep `ident` out of `space` (for the generated items' own names)."""
-        self._taken.setdefault(space, set()).add(ident)
-
-
-def rust_str(s: str) -> str:
-    """A Rust string literal of `s`, every character that is not printable ASCII escaped."""
-    out = []
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif " " <= ch <= "~":
-            out.append(ch)
-        else:
-            out.append(f"\\u{{{ord(ch):x}}}")
-    return '"' + "".join(out) + '"'
-
-
-def comment_lines(text: str, prefix: str = "// ") -> list[str]:
-    """`text` as line comments: control, format and separator characters are shown escaped, never raw."""
-    lines = []
-    for raw in text.strip().split("\n"):
-        chars = []
-        for ch in raw:
-            cat = unicodedata.category(ch)
-            chars.append(f"\\u{{{ord(ch):x}}}" if cat[0] == "C" or cat in ("Zl", "Zp") else ch)
-        lines.append((prefix + "".join(chars)).rstrip())
-    return lines
-
 
 def f32_literal(v: float) -> str:
-    """A Rust f32 literal (the value rounded to f32)."""
-    x = np.float32(v)
+    """A Rust f32 literal (the value rounded to f32; beyond f32's range, an infinity)."""
+    with np.errstate(over="ignore"):
+        x = np.float32(v)
     if math.isnan(x):
         return "f32::NAN"
     if math.isinf(x):
@@ -251,8 +166,8 @@ class Analysis:
                 self._memo[k] = self.uses(self.callables[name].body, what)
             if self._memo[k]:
                 return True
-        if isinstance(node, ir.Target) and node.space == "state":
-            return what == "state"
+        if isinstance(node, ir.Target) and node.space == "state" and what == "state":
+            return True  # a state write; for params and draws its indices are searched below (`a[g(i)] = 1`)
         if not isinstance(node, (ir._Expr, ir._Stmt, ir.ZoneRef, ir.Target)):
             return False
         return any(self.uses(getattr(node, k), what) for k in type(node).model_fields if k not in ("ty", "span"))
@@ -366,6 +281,11 @@ class Emitter:
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
 
+    def comment(self, text: str) -> None:
+        """`text` (spec text allowed) as `//` comment lines."""
+        for line in comment_lines(text):
+            self.line(line)
+
     @contextmanager
     def indented(self) -> Iterator[None]:
         self.depth += 1
@@ -375,29 +295,30 @@ class Emitter:
             self.depth -= 1
 
     def fresh(self, base: str = "t") -> str:
+        """A new temporary: `__` + word + number, which no spec name's identifier is (see `names`)."""
         self.tmp += 1
-        return f"_{base}{self.tmp}"
+        return f"__{base}{self.tmp}"
 
     # ---- names ---------------------------------------------------------
     def local(self, name: str) -> str:
-        return self.names.get("local", name)
+        return self.names.local(name)
 
     def field(self, name: str) -> str:
-        return self.names.get("field", name)
+        return self.names.field(name)
 
     def storage(self, space: str, name: str) -> str:
         """The Rust place of a whole storage array (or scalar)."""
         if space == "state":
             return f"st.{self.field(name)}"
         if space == "obs":
-            return f"obs.{self.names.get('obs', name)}"
+            return f"obs.{self.names.obs(name)}"
         if space == "action":
             return "action"
-        return self.names.get("item", name, "upper")
+        return self.names.const(name)
 
     def cn(self, name: str) -> str:
         """A callable's function name."""
-        return self.names.get("item", name)
+        return self.names.fn(name)
 
     # ---- literals ------------------------------------------------------
     def literal(self, value: bool | int | float, ty: Ty) -> str:
@@ -409,8 +330,7 @@ class Emitter:
         if ty.enum is not None:
             info = self.enum_info[ty.enum]
             if 0 <= v < len(info.members):
-                member = self.names.get("enum:" + ty.enum, info.members[v], "upper")
-                return f"{self.names.get('item', ty.enum, 'camel')}::{member}"
+                return f"{self.names.enum(ty.enum)}::{self.names.member(ty.enum, info.members[v])}"
         return int_literal(v, ty.dtype)
 
     # ---- indices -------------------------------------------------------
@@ -500,7 +420,7 @@ class Emitter:
         return self.literal(e.value, e.ty)
 
     def x_param(self, e: ir.Param, ctx: Ctx) -> str:
-        return f"prm.{self.names.get('param', e.name)}"
+        return f"prm.{self.names.param(e.name)}"
 
     def x_local(self, e: ir.Local, ctx: Ctx) -> str:
         return self.local(e.name)
@@ -623,7 +543,7 @@ class Emitter:
         if op == "choice":
             mask = elt if cond is None else f"{paren(cond)} && {paren(elt)}"
             k = self.key_of(e.site, ctx)
-            first = e.start if e.start < e.stop else 0
+            first = e.start  # no true entry (an empty range included): the range start (section 18)
             return f"{first}i32 + rng::choice_mask({k}, {rng_}.map(|{v}| {mask})) as i32"
         if op in ("any", "all", "count") and self.an.cost(e) <= BRANCHLESS_COST:
             acc = self.fresh("acc")

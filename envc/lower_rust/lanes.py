@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from envc import ir
 from envc.ir import DType
-from envc.lower_rust.emit import RUST, Analysis, Ctx, Emitter, Names, paren
+from envc.lower_rust.emit import RUST, Analysis, Ctx, Emitter, paren
+from envc.lower_rust.names import Names
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,7 @@ class LaneEmitter(Emitter):
         if space == "state":
             return f"ln.{self.field(name)}[l]"
         if space == "obs":
-            return f"rows.obs[l].{self.names.get('obs', name)}"
+            return f"rows.obs[l].{self.names.obs(name)}"
         return super().storage(space, name)
 
     def x_binary(self, e: ir.Binary, ctx: Ctx) -> str:
