@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag
 
@@ -100,6 +100,28 @@ class TableDecl(_Model):
     doc: str = ""
 
 
+class VisibleDecl(_Model):
+    """Visibility that depends on the state, per element: `element` names the leading indices of the field."""
+
+    element: list[str] = Field(
+        [],
+        description="Names for the leading indices of the field (e.g. `[pl, i]` for a per-player hand), usable in "
+        "`when`; empty: one rule for the whole field.",
+        examples=[["pl", "i"]],
+    )
+    when: Union[str, bool] = Field(
+        description="Bool expression: player `p` may see the element where it holds (pure; reads the current state).",
+        examples=["pl == p or shown[pl, i]"],
+    )
+
+
+VISIBLE_DESCRIPTION = (
+    "Who sees it: `all`, `owner` (needs `per_player`), `none` (hidden information), a bool expression in the "
+    'observing player `p` (e.g. "round >= 1"), or `{element: [i, ...], when: EXPR}` per element (section 15).'
+)
+VisibleSpec = Union[str, VisibleDecl]
+
+
 class FieldDecl(_Model):
     """A state field: a scalar or fixed array, optionally one per player."""
 
@@ -107,7 +129,7 @@ class FieldDecl(_Model):
     shape: list[Dim] = []
     per_player: bool = False
     init: Nested | None = None
-    visible: Literal["all", "owner", "none"] = "all"
+    visible: VisibleSpec = Field("all", description=VISIBLE_DESCRIPTION)
     low: float | None = None
     high: float | None = None
     doc: str = ""
@@ -120,7 +142,7 @@ class ZoneDecl(_Model):
     capacity: Dim
     shape: list[Dim] = []
     per_player: bool = False
-    visible: Literal["all", "owner", "none"] = "all"
+    visible: VisibleSpec = Field("all", description=VISIBLE_DESCRIPTION)
     doc: str = ""
 
 

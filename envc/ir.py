@@ -145,7 +145,10 @@ class Select(_Expr):
 
 
 class Math(_Expr):
-    """A builtin math function: abs min max clip sqrt sin cos tan exp log tanh floor ceil atan2."""
+    """A builtin math function: abs min max clip sqrt sin cos tan exp log tanh floor ceil atan2, and (language 1.1,
+    envc/mathops.py) sign round trunc hypot asin acos atan sinh cosh log1p expm1 fmod isnan isinf isfinite;
+    `powi` (x, a static integer literal: `x ** n`), `pow` (f32 `x ** y`), `shl`/`shr` (x, count) and `invert` (`~x`).
+    """
 
     kind: Literal["math"] = "math"
     fn: str
@@ -334,13 +337,28 @@ class ConstInfo(_Node):
     doc: str = ""
 
 
+class VisibleRule(_Node):
+    """State-dependent visibility (`visible: EXPR`, or `{element: [i, j], when: EXPR}` per element): player `p`
+    may see element (i, j, ...) of the leading dimensions where `when` holds in the current state. `when` is a
+    pure bool expression with `p` and the `element` names bound as i32 locals; `text` is the rule as written."""
+
+    element: tuple[str, ...] = ()
+    when: Expr
+    text: str
+    span: Span
+
+
 class FieldInfo(_Node):
-    """A storage array of the state: user fields, record fields, zone data and counts, builtins."""
+    """A storage array of the state: user fields, record fields, zone data and counts, builtins.
+
+    `visible` is `all`, `owner`, `none` or `rule` (then `visible_rule` says who sees what). Only the no-leak
+    check reads it; the backends ignore it."""
 
     name: str
     ty: Ty
     init: tuple[Union[bool, int, float], ...]
-    visible: Literal["all", "owner", "none"] = "all"
+    visible: Literal["all", "owner", "none", "rule"] = "all"
+    visible_rule: VisibleRule | None = None
     per_player: bool = False
     zone: str | None = None
     writable: bool = True
@@ -446,6 +464,8 @@ class SpecIR(_Node):
 
 
 _MODELS: tuple[type[BaseModel], ...] = (
+    VisibleRule,
+    FieldInfo,
     Reduce,
     ReduceArray,
     Read,

@@ -84,7 +84,6 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "shape": "Static dimensions (ints or static names).",
         "per_player": "Prepend a dimension of size `players`.",
         "init": "Initial value: a scalar fills the field, or a nested list of the full shape (default zero).",
-        "visible": "Who sees it: `all`, `owner` (needs `per_player`) or `none` (hidden information).",
         "low": "Declared lower bound (metadata).",
         "high": "Declared upper bound (metadata).",
         "doc": "Free text describing the field.",
@@ -93,7 +92,6 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "capacity": "Most elements the zone holds (an int or a static name).",
         "shape": "Extra leading dimensions: several zones of the same kind.",
         "per_player": "One zone per player.",
-        "visible": "Who sees it: `all`, `owner` (needs `per_player`) or `none` (hidden information).",
         "doc": "Free text describing the zone.",
     },
     "ActionParamDecl": {

@@ -6,7 +6,7 @@ L1 properties on the backend's own reachable states; L2 one-step differential fr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,7 @@ import numpy as np
 from envc import ir, rng
 from envc.diagnostics import SpecRuntimeError
 from envc.interpret import ReferenceEnv
+from envc.visibility import Visibility, element_name
 
 ATOL, RTOL = 1e-6, 1e-5
 
@@ -180,18 +181,88 @@ def _obs_parts(obs: Any) -> dict[str, np.ndarray]:
 
 
 def _with_hidden(
-    spec: ir.SpecIR, d: dict[str, np.ndarray], source: dict[str, np.ndarray], p: int
+    spec: ir.SpecIR,
+    d: dict[str, np.ndarray],
+    source: dict[str, np.ndarray],
+    p: int,
+    masks: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """`d` with every field player `p` cannot see taken from `source` (other players' rows of owner-visible ones)."""
+    """`d` with every element player `p` cannot see taken from `source`: `masks` (field -> hidden elements, from
+    `Visibility.hidden`) or, by default, the fixed declarations (`none` fields, other players' rows of `owner` ones)."""
+    if masks is None:
+        masks = Visibility(spec).hidden(d, p)
     out = {k: np.array(v, copy=True) for k, v in d.items()}
-    for f in spec.fields:
-        if f.visible == "none":
-            out[f.name] = np.array(source[f.name], copy=True)
-        elif f.visible == "owner":
-            for q in range(spec.players):
-                if q != p:
-                    out[f.name][q] = source[f.name][q]
+    for name, m in masks.items():
+        out[name] = np.where(m, np.asarray(source[name]), out[name]).astype(out[name].dtype)
     return out
+
+
+def _runtime_params(spec: ir.SpecIR, env: Any) -> dict[str, Any]:
+    """The runtime params `env` runs with (a mapping or an object with one attribute per param), for the rules."""
+    got = getattr(env, "params", None)
+    out: dict[str, Any] = {}
+    for prm in spec.params:
+        if prm.static or got is None:
+            continue
+        v = got.get(prm.name) if isinstance(got, Mapping) else getattr(got, prm.name, None)
+        if v is not None:
+            out[prm.name] = np.asarray(v).item()
+    return out
+
+
+def _leak_blame(
+    spec: ir.SpecIR,
+    env: Any,
+    vis: Visibility,
+    d: dict[str, np.ndarray],
+    source: dict[str, np.ndarray],
+    masks: Mapping[str, np.ndarray],
+    p: int,
+    want: dict[str, np.ndarray],
+) -> str:
+    """The hidden field, and element where one alone does it, whose value changes player `p`'s observation."""
+
+    def changes(part: Mapping[str, np.ndarray]) -> bool:
+        try:
+            got = _obs_parts(env.observe(env.state_from_dict(_with_hidden(spec, d, source, p, part)), p))
+        except SpecRuntimeError:
+            return False
+        return any(not np.array_equal(w, got[n]) for n, w in want.items())
+
+    for name, m in masks.items():
+        if not changes({name: m}):
+            continue
+        differ = np.argwhere(m & np.asarray(np.asarray(source[name]) != np.asarray(d[name])).reshape(m.shape))
+        for pos in differ[:64]:
+            at = tuple(int(i) for i in pos)
+            one = np.zeros_like(m)
+            one[at] = True
+            if changes({name: one}):
+                return f"{element_name(name, at)} ({vis.reason(name, at, p)})"
+        return f"{name} ({vis.reason(name, (), p)})"
+    return "several hidden fields together"
+
+
+def _moved_visibility(
+    vis: Visibility, masks: Mapping[str, np.ndarray], d2: dict[str, np.ndarray], p: int
+) -> str | None:
+    """A visibility rule whose answer changed when only data hidden from `p` changed (so it reveals that data)."""
+    try:
+        again = vis.hidden(d2, p)
+    except SpecRuntimeError:
+        return None
+    for f in vis.spec.fields:
+        if f.visible != "rule" or f.visible_rule is None:
+            continue
+        none = np.zeros(f.ty.shape, np.bool_)
+        a, b = masks.get(f.name, none), again.get(f.name, none)
+        if not np.array_equal(a, b):
+            at = tuple(int(i) for i in np.argwhere(a != b)[0])[: len(f.visible_rule.element)]
+            return (
+                f"the visibility of {element_name(f.name, at)} to player {p} (`{f.visible_rule.text}`) changes with "
+                "data hidden from that player; a visibility rule may read only what the player sees"
+            )
+    return None
 
 
 def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) -> list[Check]:
@@ -210,6 +281,9 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
     key = rng.key_from_seed(seed)
     obs_info = {o.name: o for o in spec.obs_fields}
     hidden = [f for f in spec.fields if f.visible != "all"]
+    vis = Visibility(spec, _runtime_params(spec, env))
+    dynamic = any(f.visible == "rule" for f in spec.fields)
+    loose = Visibility(spec, _runtime_params(spec, env), strict=False) if dynamic else vis
     donors: list[dict[str, np.ndarray]] = []
     for ep in range(episodes):
         key, k = rng.split(key)
@@ -235,10 +309,17 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
                 donors.append(d)
                 for p in range(spec.players):
                     want = _obs_parts(env.observe(s, p))
+                    try:
+                        masks = vis.hidden(d, p)  # what p cannot see in this state
+                    except SpecRuntimeError as e:
+                        leak.fail(f"{where}: a visibility rule fails for player {p}: {e}")
+                        masks = None
                     # what p cannot see, taken from another reachable state, then redrawn at random
                     other = donors[int(gen.integers(len(donors)))]
                     for source in (other, fuzz_state(spec, d, gen)):
-                        d2 = _with_hidden(spec, d, source, p)
+                        if masks is None:
+                            continue
+                        d2 = _with_hidden(spec, d, source, p, masks)
                         try:
                             got = _obs_parts(env.observe(env.state_from_dict(d2), p))
                         except SpecRuntimeError:
@@ -247,7 +328,17 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
                         for name, w in want.items():
                             if not np.array_equal(w, got[name]):
                                 label = name or spec.obs_fields[0].name
-                                leak.fail(f"{where}: player {p}'s observation '{label}' changes with hidden fields")
+                                if len(leak.failures) >= 5:  # only the first few are kept: skip the search
+                                    break
+                                blame = _leak_blame(spec, env, vis, d, source, masks, p, want)
+                                leak.fail(
+                                    f"{where}: player {p}'s observation '{label}' changes with hidden fields: {blame}"
+                                )
+                                break
+                        if dynamic:
+                            moved = _moved_visibility(loose, masks, d2, p)
+                            if moved is not None:
+                                leak.fail(f"{where}: {moved}")
         det.cases += 1
         a, b = env.init(k), env.init(k)
         if diff(spec, env.state_to_dict(a), env.state_to_dict(b), f"episode {ep} init", {}) is not None:

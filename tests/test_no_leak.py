@@ -10,18 +10,29 @@ import pytest
 
 import envc
 from envc import rng
+from envc.visibility import Visibility
 
-SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parent.parent
+# the specs, and an example whose public card is hidden or shown depending on the round (`visible: EXPR`)
+SPECS = sorted((ROOT / "specs").glob("*.yaml")) + [ROOT / "docs" / "examples" / "leduc_holdem.yaml"]
 
 
-def hidden_from(spec: envc.SpecIR, player: int) -> list[tuple[str, Any]]:
-    """(field, index) pairs player `player` must not see: `none` fields whole, `owner` fields of other players."""
+def hidden_from(
+    spec: envc.SpecIR, player: int, d: dict[str, np.ndarray] | None = None, vis: Visibility | None = None
+) -> list[tuple[str, Any]]:
+    """(field, index) pairs player `player` must not see: `none` fields whole, `owner` fields of other players,
+    and for a visibility rule the elements it hides in state `d` (a bool mask)."""
     out: list[tuple[str, Any]] = []
     for f in spec.fields:
         if f.visible == "none":
             out.append((f.name, ...))
         elif f.visible == "owner":
             out += [(f.name, q) for q in range(spec.players) if q != player]
+        elif f.visible == "rule":
+            assert d is not None and vis is not None
+            mask = vis.hidden(d, player).get(f.name)
+            if mask is not None:
+                out.append((f.name, mask))
     return out
 
 
@@ -48,6 +59,7 @@ def test_resampling_hidden_fields_keeps_observations(path: Path) -> None:
     if not any(f.visible != "all" for f in spec.fields):
         pytest.skip("no hidden information declared")
     env = envc.build(spec, strict=False)
+    vis = Visibility(spec)
     gen = np.random.default_rng(0)
     key = rng.key_from_seed(1)
     checked = 0
@@ -57,7 +69,7 @@ def test_resampling_hidden_fields_keeps_observations(path: Path) -> None:
         while True:
             d = env.state_to_dict(s)
             for p in range(spec.players):
-                parts = hidden_from(spec, p)
+                parts = hidden_from(spec, p, d, vis)
                 want = env.observe(s, p)
                 for _ in range(3):
                     d2 = {k2: np.array(v, copy=True) for k2, v in d.items()}

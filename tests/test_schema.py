@@ -101,7 +101,8 @@ def test_schema_rejects_what_the_models_reject() -> None:
         {**base, "terminate": True},  # unknown section
         {**base, "players": 0},
         {**base, "state": {**base["state"], "board": {"type": "Mark", "shpe": [3, 3]}}},  # unknown key
-        {**base, "state": {**base["state"], "board": {"type": "Mark", "visible": "some"}}},
+        {**base, "state": {**base["state"], "board": {"type": "Mark", "visible": {"element": ["i"], "whn": "true"}}}},
+        {**base, "state": {**base["state"], "board": {"type": "Mark", "visible": 3}}},
         {k: v for k, v in base.items() if k != "observation"},  # missing required section
     ]
     for doc in bad:

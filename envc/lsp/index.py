@@ -34,7 +34,7 @@ class CodeSite:
     locals: dict[str, Decl] = field(default_factory=dict)
     pure: bool = False  # no procedure calls, no randomness
     obs: bool = False  # observation fields are in scope
-    action: bool = False  # the continuous action array is in scope
+    action: bool = False  # `action` is in scope: the continuous action's effect and the outputs (reward, ends, obs)
 
 
 @dataclass
@@ -334,14 +334,30 @@ class _Builder:
                 if isinstance(item, YMap):
                     self.site(item.get("when"), "expr", "rule `when`", pure=True)
                     self.site(item.get("body"), "body", "rule body")
-        self.site(sections.get("reward"), "expr", "reward", locals=p, pure=True)
+        self.site(sections.get("reward"), "expr", "reward", locals=p, pure=True, action=True)
         for key in ("terminated", "truncated"):
-            self.site(sections.get(key), "expr", key, pure=True)
+            self.site(sections.get(key), "expr", key, pure=True, action=True)
         obs = sections.get("observation")
         if isinstance(obs, YMap):
-            self.site(obs.get("body"), "body", "observation", locals=p, pure=True, obs=True)
+            self.site(obs.get("body"), "body", "observation", locals=p, pure=True, obs=True, action=True)
         for k, v in _items(sections.get("invariants")):
             self.site(v, "expr", f"invariant '{_name(k)}'", pure=True)
+        self.visibility_sites(sections.get("state"), p)
+
+    def visibility_sites(self, state: YNode | None, p: dict[str, Decl]) -> None:
+        """`visible: EXPR` and `visible: {element: [...], when: EXPR}` rules (section 15) are code too."""
+        for k, v in _items(state):
+            vis = v.get("visible") if isinstance(v, YMap) else None
+            where = f"the visibility of '{_name(k)}'"
+            if isinstance(vis, YScalar) and vis.value not in ("all", "owner", "none"):
+                self.site(vis, "expr", where, locals=p, pure=True)
+            elif isinstance(vis, YMap):
+                names = vis.get("element")
+                local = dict(p)
+                for item in names.items if isinstance(names, YSeq) else []:
+                    if isinstance(item, YScalar) and isinstance(item.value, str):
+                        local[item.value] = Decl(item.value, "local", item.span, f"{item.value}: i32", "Element index.")
+                self.site(vis.get("when"), "expr", where, locals=local, pure=True)
 
 
 def build_index(root: YNode | None) -> Index:
