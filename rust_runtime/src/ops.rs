@@ -1,6 +1,7 @@
-//! The value semantics of the envc language (docs/spec-language.md sections 6, 10, 18) for compiled code:
+//! The value semantics of the envc language (docs/spec-language.md sections 6, 10, 11, 18) for compiled code:
 //! integers wrap, `//` and `%` floor (and give 0 for a zero divisor), reads clamp their index, writes out of
-//! range are dropped, f32 operations round once; `sin` and `cos` near zero are a fixed polynomial (the same bits on
+//! range are dropped, f32 operations round once, f32 `//` and `%` count subnormals as zeros, f32 `min`/`max`
+//! propagate NaN and put -0.0 below +0.0; `sin` and `cos` near zero are a fixed polynomial (the same bits on
 //! every platform and in lane form), other transcendental functions use the platform's f32 libm.
 
 /// A sized integer of the language (i8, i16, i32, u32) with Python's floor division and modulo.
@@ -82,78 +83,81 @@ pub fn to_enum<T: Into<i64>>(x: T, members: i64) -> i8 {
     }
 }
 
-/// Python's `float(math.floor(x))` for finite `x` (a zero result is +0.0), `x` itself otherwise.
+/// IEEE `floor(x)` (the sign of a zero kept: `floor(-0.0)` is -0.0).
 #[inline(always)]
 pub fn floor(x: f32) -> f32 {
-    let r = x.floor();
-    if r == 0.0 {
-        0.0
-    } else {
-        r
-    }
+    x.floor()
 }
 
-/// Python's `float(math.ceil(x))` for finite `x` (a zero result is +0.0), `x` itself otherwise.
+/// IEEE `ceil(x)` (the sign of a zero kept: `ceil(-0.5)` is -0.0).
 #[inline(always)]
 pub fn ceil(x: f32) -> f32 {
-    let r = x.ceil();
+    x.ceil()
+}
+
+/// `x`, or a zero of its sign when `x` is subnormal (how f32 `//` and `%` see their operands and results). Bit
+/// operations, so constant folding and the processor's flush-to-zero mode cannot change it.
+#[inline(always)]
+pub fn ftz(x: f32) -> f32 {
+    let bits = x.to_bits();
+    if bits & 0x7f80_0000 == 0 {
+        f32::from_bits(bits & 0x8000_0000)
+    } else {
+        x
+    }
+}
+
+/// f32 `a // b`: the IEEE floor of the rounded quotient (±inf or NaN for a zero divisor), subnormal operands and
+/// quotient counting as zeros.
+#[inline(always)]
+pub fn f32_floor_div(a: f32, b: f32) -> f32 {
+    ftz(ftz(a) / ftz(b)).floor()
+}
+
+/// f32 `a % b`: Python's float modulo on f32 values (fmod, plus the divisor when the signs differ, rounded once;
+/// a zero result takes the divisor's sign), subnormal operands and results counting as zeros; NaN for a zero
+/// divisor, an infinite `a` or a NaN.
+#[inline(always)]
+pub fn f32_floor_mod(a: f32, b: f32) -> f32 {
+    let (a, b) = (ftz(a), ftz(b));
+    if b == 0.0 || !a.is_finite() || b.is_nan() {
+        return f32::NAN;
+    }
+    let r = ftz(a % b); // fmod: exact
     if r == 0.0 {
-        0.0
+        0.0f32.copysign(b)
+    } else if (r < 0.0) != (b < 0.0) {
+        ftz(r + b)
     } else {
         r
     }
 }
 
-/// f32 `a // b`: the floor of the rounded quotient (IEEE for a zero divisor: ±inf or NaN).
-#[inline(always)]
-pub fn f32_floor_div(a: f32, b: f32) -> f32 {
-    let q = a / b;
-    if q.is_finite() {
-        floor(q)
-    } else {
-        q
-    }
-}
-
-/// f32 `a % b` with Python's sign rule (sign of the divisor), NaN for `b == 0` or an infinite `a`.
-#[inline(always)]
-pub fn f32_floor_mod(a: f32, b: f32) -> f32 {
-    if b == 0.0 || !a.is_finite() {
-        return f32::NAN;
-    }
-    let (x, y) = (a as f64, b as f64);
-    let mut m = x % y;
-    if m != 0.0 {
-        if (y < 0.0) != (m < 0.0) {
-            m += y;
-        }
-    } else {
-        m = 0.0f64.copysign(y);
-    }
-    m as f32
-}
-
-/// Two-argument f32 `min` (NaN if either is NaN; the first of two equal values).
+/// Two-argument f32 `min` (IEEE 754-2019 `minimum`): NaN if either is NaN, -0.0 below +0.0.
 #[inline(always)]
 pub fn fmin(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() {
         f32::NAN
+    } else if a < b {
+        a
     } else if b < a {
         b
     } else {
-        a
+        f32::from_bits(a.to_bits() | b.to_bits()) // equal: the same bits, or two zeros (-0.0 if either is)
     }
 }
 
-/// Two-argument f32 `max` (NaN if either is NaN; the first of two equal values).
+/// Two-argument f32 `max` (IEEE 754-2019 `maximum`): NaN if either is NaN, +0.0 above -0.0.
 #[inline(always)]
 pub fn fmax(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() {
         f32::NAN
+    } else if a > b {
+        a
     } else if b > a {
         b
     } else {
-        a
+        f32::from_bits(a.to_bits() & b.to_bits()) // equal: the same bits, or two zeros (+0.0 if either is)
     }
 }
 
@@ -291,61 +295,81 @@ pub fn atan2(y: f32, x: f32) -> f32 {
     y.atan2(x)
 }
 
-/// `min` over a generator or array (Python's: the first element, replaced by any smaller one), `empty` if none.
-#[inline(always)]
-pub fn min_of<T: PartialOrd + Copy>(it: impl Iterator<Item = T>, empty: T) -> T {
-    let mut best: Option<T> = None;
-    for v in it {
-        best = match best {
-            Some(b) if v < b => Some(v),
-            Some(b) => Some(b),
-            None => Some(v),
-        };
+/// The order of the `min`/`max`/`argmin`/`argmax` reductions: `<` for integers; for f32 a NaN beats every
+/// value (the first NaN is the result) and -0.0 is below +0.0.
+pub trait Ordered: Copy {
+    /// Is this a NaN?
+    #[inline(always)]
+    fn is_nan_value(self) -> bool {
+        false
     }
-    best.unwrap_or(empty)
+    /// `self < b` in the reductions' order (NaN aside).
+    fn below(self, b: Self) -> bool;
 }
 
-/// `max` over a generator or array (Python's: the first element, replaced by any larger one), `empty` if none.
-#[inline(always)]
-pub fn max_of<T: PartialOrd + Copy>(it: impl Iterator<Item = T>, empty: T) -> T {
-    let mut best: Option<T> = None;
-    for v in it {
-        best = match best {
-            Some(b) if v > b => Some(v),
-            Some(b) => Some(b),
-            None => Some(v),
-        };
+macro_rules! ordered_int {
+    ($($t:ty),*) => {$(
+        impl Ordered for $t {
+            #[inline(always)]
+            fn below(self, b: Self) -> bool {
+                self < b
+            }
+        }
+    )*};
+}
+ordered_int!(i8, i16, i32, u32);
+
+impl Ordered for f32 {
+    #[inline(always)]
+    fn is_nan_value(self) -> bool {
+        self.is_nan()
     }
-    best.unwrap_or(empty)
+    #[inline(always)]
+    fn below(self, b: Self) -> bool {
+        self < b || (self == b && self.is_sign_negative() && !b.is_sign_negative())
+    }
 }
 
+/// The (position, value) of the first NaN, else of the first value that no later one is `better` than.
 #[inline(always)]
-fn arg_of<T: PartialOrd + Copy>(
+fn best_of<T: Ordered>(
     it: impl Iterator<Item = (i32, T)>,
     better: impl Fn(T, T) -> bool,
-) -> i32 {
-    let mut best = -1i32;
-    let mut value: Option<T> = None;
+) -> Option<(i32, T)> {
+    let mut best: Option<(i32, T)> = None;
     for (p, v) in it {
-        // As the reference: a negative position counts as "nothing chosen yet".
-        if best < 0 || value.is_some_and(|b| better(v, b)) {
-            best = p;
-            value = Some(v);
-        }
+        best = match best {
+            Some((_, b)) if b.is_nan_value() || !(v.is_nan_value() || better(v, b)) => best,
+            _ => Some((p, v)),
+        };
     }
     best
 }
 
-/// `argmax`: the position of the first largest value, -1 if none.
+/// `min` over a generator or array: the first NaN if any, else the smallest value (-0.0 below +0.0); `empty`
+/// if none.
 #[inline(always)]
-pub fn argmax_of<T: PartialOrd + Copy>(it: impl Iterator<Item = (i32, T)>) -> i32 {
-    arg_of(it, |v, b| v > b)
+pub fn min_of<T: Ordered>(it: impl Iterator<Item = T>, empty: T) -> T {
+    best_of(it.map(|v| (0, v)), |v, b| v.below(b)).map_or(empty, |(_, v)| v)
 }
 
-/// `argmin`: the position of the first smallest value, -1 if none.
+/// `max` over a generator or array: the first NaN if any, else the largest value (+0.0 above -0.0); `empty` if
+/// none.
 #[inline(always)]
-pub fn argmin_of<T: PartialOrd + Copy>(it: impl Iterator<Item = (i32, T)>) -> i32 {
-    arg_of(it, |v, b| v < b)
+pub fn max_of<T: Ordered>(it: impl Iterator<Item = T>, empty: T) -> T {
+    best_of(it.map(|v| (0, v)), |v, b| b.below(v)).map_or(empty, |(_, v)| v)
+}
+
+/// `argmax`: the position of the first NaN if any, else of the first largest value; -1 if none.
+#[inline(always)]
+pub fn argmax_of<T: Ordered>(it: impl Iterator<Item = (i32, T)>) -> i32 {
+    best_of(it, |v, b| b.below(v)).map_or(-1, |(p, _)| p)
+}
+
+/// `argmin`: the position of the first NaN if any, else of the first smallest value; -1 if none.
+#[inline(always)]
+pub fn argmin_of<T: Ordered>(it: impl Iterator<Item = (i32, T)>) -> i32 {
+    best_of(it, |v, b| v.below(b)).map_or(-1, |(p, _)| p)
 }
 
 /// A copy of `n` = `N` elements of `data` from `offset` (an array-valued read).
@@ -372,9 +396,49 @@ mod tests {
         assert_eq!(f32_floor_mod(-7.5, 2.0), 0.5);
         assert_eq!(f32_floor_mod(7.5, -2.0), -0.5);
         assert!(f32_floor_mod(1.0, 0.0).is_nan());
+        assert_eq!(f32_floor_mod(-4.0, 2.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(f32_floor_mod(4.0, -2.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(f32_floor_mod(-1.0, f32::INFINITY), f32::INFINITY);
+        let tiny = f32::from_bits(1); // the smallest subnormal counts as +0.0
+        assert_eq!(f32_floor_mod(tiny, -128.0).to_bits(), (-0.0f32).to_bits());
+        assert!(f32_floor_mod(1.0, tiny).is_nan());
         assert_eq!(f32_floor_div(-7.5, 2.0), -4.0);
         assert_eq!(f32_floor_div(-0.5, 4.0).to_bits(), (-1.0f32).to_bits());
-        assert_eq!(floor(-0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(f32_floor_div(-0.0, 4.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(f32_floor_div(-1e-30, 1e10).to_bits(), (-0.0f32).to_bits()); // a subnormal quotient
+        assert_eq!(f32_floor_div(-5.5, -0.0), f32::INFINITY);
+        assert_eq!(floor(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(ceil(-0.5).to_bits(), (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn min_max_and_their_reductions_order_nan_and_zeros() {
+        assert_eq!(fmin(0.0, -0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(fmax(-0.0, 0.0).to_bits(), 0.0f32.to_bits());
+        assert!(fmax(f32::NAN, 1.0).is_nan());
+        let v = [1.0f32, 0.0, -0.0, f32::NAN, -3.0];
+        assert!(min_of(v.iter().copied(), 0.0).is_nan());
+        assert_eq!(
+            min_of(v[..3].iter().copied(), 0.0).to_bits(),
+            (-0.0f32).to_bits()
+        );
+        assert_eq!(
+            argmin_of(v.iter().copied().enumerate().map(|(i, x)| (i as i32, x))),
+            3
+        );
+        assert_eq!(
+            argmin_of(
+                v[..3]
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .map(|(i, x)| (i as i32, x))
+            ),
+            2
+        );
+        assert_eq!(argmax_of([(-3, 5i8), (-2, 7), (-1, 7)].into_iter()), -2);
+        assert_eq!(argmax_of(std::iter::empty::<(i32, u32)>()), -1);
+        assert_eq!(max_of(std::iter::empty::<i8>(), i8::MIN), i8::MIN);
     }
 
     #[test]
@@ -389,7 +453,7 @@ mod tests {
         assert_eq!(-3.7f32 as i32, -3);
         assert_eq!(-5.0f32 as u32, 0);
         assert!(fmin(1.0, f32::NAN).is_nan());
-        assert_eq!(fmin(0.0, -0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(fmin(0.0, -0.0).to_bits(), (-0.0f32).to_bits());
     }
 
     /// Distance in ULPs between two finite f32 of the same sign.
