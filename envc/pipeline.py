@@ -158,9 +158,11 @@ def _head(node: YNode) -> Span:
     return Span(s.path, s.line, s.col, s.line, s.col + 1)
 
 
-# The checker recurses about ten Python frames per level of an expression, and the parser admits MAX_NESTING
-# levels: more than Python's default limit of 1000 frames. While a lint runs the limit is raised to this (Python
-# frames live on the heap since 3.11, so this costs no C stack), and put back when the last concurrent lint ends.
+# The checker recurses up to five Python frames per level of an expression (a chain of 158 `not`s needs 805
+# frames), and the parser admits MAX_NESTING levels: close to Python's default limit of 1000 frames before the
+# caller's own stack (a test runner, the language server) is counted. While a lint runs the limit is raised to this
+# (Python frames live on the heap since 3.11, so this costs no C stack), and put back when the last concurrent lint
+# ends. Walks over the call graph (recursion, budget) are iterative: a chain of calls may be thousands long.
 _FRAMES = 12 * MAX_NESTING + 2000
 _limit_lock = threading.Lock()
 _linting = 0

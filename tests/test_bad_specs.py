@@ -341,9 +341,125 @@ def test_table_with_a_bad_cell_is_still_checked_where_used(tmp_path: Path) -> No
 
 
 def test_let_with_an_error_is_not_an_unknown_name_later(tmp_path: Path) -> None:
-    effect = 'effect: |\n      let v: i8 = 300\n      let w = v + 1\n      board[cell] = w'
+    effect = "effect: |\n      let v: i8 = 300\n      let w = v + 1\n      board[cell] = w"
     text = BASE.replace("LEGAL", "true").replace('effect: "board[cell] = 1"', effect)
     path = tmp_path / "spec.yaml"
     path.write_text(text, encoding="utf-8")
     _, diags = envc.lint(str(path))
     assert [(d.code, d.span.line) for d in diags] == [("E040", 10)], [d.format() for d in diags]
+
+
+# ---- the name rule (E013): one rule for every kind of declared name ---------------------------------------
+
+# A spec declaring one name of every kind; NAMES holds each placeholder's valid value.
+ALL_KINDS = """\
+name: {spec}
+players: 2
+types:
+  {enum}: {{enum: [{member}, other]}}
+  {record}:
+    record: {{{rfield}: i8}}
+params:
+  {param}: 3
+constants:
+  {const}: {{type: i8, shape: [2], value: [1, 2]}}
+tables:
+  {table}:
+    columns: {{{column}: i8}}
+    rows: [{{{column}: 4}}]
+state:
+  {field}: i32
+  {zone}: {{zone: i8, capacity: 4}}
+  slot: {record}
+  mode: {enum}
+functions:
+  {fn}:
+    params: {{{fparam}: i32}}
+    returns: i32
+    body: "{fparam} + {param}"
+procedures:
+  {proc}:
+    params: {{{pparam}: i32}}
+    body: "{field} = {pparam} + {const}[0] + {table}[0].{column} + slot.{rfield}"
+actions:
+  {action}:
+    params: {{{aparam}: 2}}
+    legal: "mode == {enum}.{member}"
+    effect: |
+      let {local} = {fn}({aparam})
+      for {loopvar} in range(2):
+        {proc}({local} + {loopvar})
+      push({zone}, i8(sum({genvar} for {genvar} in range(3))))
+observation:
+  fields: {{{obs}: i32}}
+  body: "{obs} = {field}"
+"""
+NAMES = {
+    "spec": ("spec", "s"),
+    "enum": ("type", "Mode"),
+    "member": ("enum member", "start"),
+    "record": ("type", "Slot"),
+    "rfield": ("record field", "hp"),
+    "param": ("param", "bonus"),
+    "const": ("constant", "base"),
+    "table": ("table", "cards"),
+    "column": ("column", "power"),
+    "field": ("state field", "total"),
+    "zone": ("state field", "pile"),
+    "fn": ("function", "double"),
+    "fparam": ("parameter", "x"),
+    "proc": ("procedure", "add"),
+    "pparam": ("parameter", "amount"),
+    "action": ("action", "play"),
+    "aparam": ("action parameter", "which"),
+    "local": ("local", "got"),
+    "loopvar": ("loop variable", "i"),
+    "genvar": ("generator variable", "j"),
+    "obs": ("observation field", "seen"),
+}
+
+
+def _with_name(tmp_path: Path, slot: str, name: str) -> list[Diagnostic]:
+    text = ALL_KINDS.format(**{k: (name if k == slot else v) for k, (_, v) in NAMES.items()})
+    path = tmp_path / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    ir, diags = envc.lint(str(path))
+    assert (ir is None) == any(d.severity.value == "error" for d in diags)
+    return diags
+
+
+def test_all_kinds_spec_is_valid(tmp_path: Path) -> None:
+    diags = _with_name(tmp_path, "", "")
+    assert not diags, [d.format() for d in diags]
+
+
+@pytest.mark.parametrize("slot", sorted(NAMES))
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        ("x__y", "contains '__', which is reserved for generated code; use a single '_'"),
+        ("__init__", "contains '__'"),
+        ("_", "is reserved (it is the wildcard of `case _:`)"),
+        ("n" * 65, "is 65 characters long; names have at most 64"),
+    ],
+    ids=["double-underscore", "dunder", "underscore", "65-chars"],
+)
+def test_name_rule_covers_every_kind(slot: str, bad: str, says: str, tmp_path: Path) -> None:
+    """Every kind of declared name follows one rule: one E013, at the declaration, saying what to do; the uses of
+    the bad name are not reported again."""
+    what = NAMES[slot][0]
+    diags = _with_name(tmp_path, slot, bad)
+    errors = [d for d in diags if d.severity.value == "error"]
+    assert [d.code for d in errors] == ["E013"], [d.format() for d in diags]
+    assert errors[0].message.startswith(f"{what} name "), errors[0].format()
+    assert says in errors[0].message, errors[0].format()
+
+
+@pytest.mark.parametrize("name", ["n" * 64, "a_b", "_x", "x_", "from", "as", "replace", "rewards", "observation"])
+def test_names_that_stay_legal(name: str, tmp_path: Path) -> None:
+    """64 characters, single underscores, and words the backends mangle (Python/Rust keywords, API names)."""
+    for slot in ("field", "local", "rfield"):
+        if slot == "field" and name in ("rewards", "observation"):
+            continue  # storage names only: state_to_dict's output keys (e013_state_field_named_rewards)
+        diags = _with_name(tmp_path, slot, name)
+        assert not diags, [d.format() for d in diags]

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from envc import ast, ir
 from envc import document as d
+from envc.check import action as action_scope
 from envc.check.body import Bail, BodyChecker, Env
+from envc.check.budget import check_budget
 from envc.check.symbols import (
-    RESERVED,
     CallableSym,
     ConstSym,
     Context,
@@ -19,14 +21,17 @@ from envc.check.symbols import (
     ParamSym,
     StorageSym,
     Symbol,
+    name_problem,
 )
-from envc.check.tables import DataError, flatten, read_data_file, show
+from envc.check.tables import DataError, flatten, read_data_file
+from envc.check.visibility import check_visibility, visible_kind
 from envc.diagnostics import Diagnostics, Span, did_you_mean
 from envc.ir import BOOL, F32, I32, DType, Ty
 from envc.load import YNode, YScalar, key_span, node_at
 from envc.parse import Snippet, parse_body, parse_expr, parse_function_body
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# keys state_to_dict gives the step's outputs on every backend, so no storage may be named so
+STEP_OUTPUTS = frozenset({"rewards", "terminated", "truncated", "legal_action_mask", "observation"})
 MAX_SIZE = 1 << 20  # one dimension
 MAX_ELEMENTS = 1 << 20  # one array (state field, zone, constant, observation field)
 MAX_TOTAL_ELEMENTS = 1 << 22  # all arrays of a spec together
@@ -65,15 +70,12 @@ class Checker:
         return key_span(self.root, keys).span
 
     # ---- names -------------------------------------------------------
-    def ident(self, name: str, keys: Path, what: str) -> bool:
-        span = self.key_at(*keys)
-        if not _IDENT.match(name):
-            self.diags.error(span, "E013", f"{what} name '{name}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
-            return False
-        if name in RESERVED:
-            self.diags.error(span, "E013", f"{what} name '{name}' is reserved")
-            return False
-        return True
+    def ident(self, name: str, keys: Path, what: str, reserved: bool = True, value: bool = False) -> bool:
+        """Is `name` a valid name for a `what` (E013 at its key, or at its value when `value`, if not)?"""
+        problem = name_problem(name, what, reserved)
+        if problem is not None:
+            self.diags.error(self.at(*keys) if value else self.key_at(*keys), "E013", problem)
+        return problem is None
 
     def define(self, name: str, sym: Symbol, keys: Path, what: str) -> None:
         if not self.ident(name, keys, what):
@@ -107,6 +109,23 @@ class Checker:
         hint = did_you_mean(name, ["bool", "i8", "i16", "i32", "u32", "f32", *self.symbols, *self.records])
         self.diags.error(self.at(*keys), "E030", f"unknown type '{name}'{hint}")
         return None
+
+    def value_type(self, name: str, keys: Path) -> Ty | None:
+        """A function parameter's or result's type: a scalar type, or `T[n, ...]` an array of static shape."""
+        m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]\s*", name)
+        if m is None:
+            return self.scalar_type(name, keys)
+        base = self.scalar_type(m.group(1), keys)
+        dims: list[int] = []
+        for part in m.group(2).split(","):
+            v = part.strip()
+            n = self.dim(int(v) if v.isdigit() else v, keys)
+            if n is None:
+                return None
+            dims.append(n)
+        if base is None or not self.sized(tuple(dims), keys, total=False):
+            return None
+        return Ty(dtype=base.dtype, shape=tuple(dims), enum=base.enum)
 
     def static_value(self, name: str) -> int | None:
         if name == "num_players":
@@ -186,12 +205,9 @@ class Checker:
         for name, t in self.doc.types.items():
             if isinstance(t, d.EnumDecl):
                 for i, m in enumerate(t.enum):
-                    if not _IDENT.match(m):
-                        self.diags.error(
-                            self.at("types", name, "enum", i), "E013", f"enum member '{m}' is not an identifier"
-                        )
-                if len(set(t.enum)) != len(t.enum):
-                    dup = next(m for m in t.enum if t.enum.count(m) > 1)
+                    self.ident(m, ("types", name, "enum", i), "enum member", reserved=False, value=True)
+                dup = next((m for m, n in Counter(t.enum).items() if n > 1), None)
+                if dup is not None:
                     self.diags.error(self.at("types", name, "enum"), "E031", f"enum member '{dup}' appears twice")
                 if len(t.enum) > 127:
                     self.diags.error(self.at("types", name, "enum"), "E012", "enums have at most 127 members")
@@ -208,8 +224,7 @@ class Checker:
                 parts: dict[str, Ty] = {}
                 for fname, f in t.record.items():
                     keys: Path = ("types", name, "record", fname)
-                    if not self.ident(fname, keys, "record field"):
-                        continue
+                    self.ident(fname, keys, "record field")  # a bad name is reported, and the field kept for its uses
                     decl = f if isinstance(f, d.RecordField) else d.RecordField(type=f)
                     sty = self.scalar_type(decl.type, keys)
                     shp = self.shape(decl.shape, keys + ("shape",))
@@ -221,6 +236,8 @@ class Checker:
         for name, p in self.doc.params.items():
             decl = p if isinstance(p, d.ParamDecl) else d.ParamDecl(type=_infer_type(p), default=p)
             keys: Path = ("params", name)
+            if not self.ident(name, keys, "param"):
+                continue
             ty = self.scalar_type(decl.type or _infer_type(decl.default), keys)
             if ty is None:
                 continue
@@ -237,6 +254,8 @@ class Checker:
     def declare_constants(self) -> None:
         for name, c in self.doc.constants.items():
             keys: Path = ("constants", name)
+            if not self.ident(name, keys, "constant"):
+                continue
             if not isinstance(c, d.ConstDecl):
                 ty = Ty(dtype=DType(_infer_type(c)))
                 self.define(name, ConstSym(name, ty, c), keys, "constant")
@@ -272,6 +291,8 @@ class Checker:
     def declare_tables(self) -> None:
         for name, t in self.doc.tables.items():
             keys: Path = ("tables", name)
+            if not self.ident(name, keys, "table"):
+                continue
             cols: dict[str, tuple[Ty | None, d.ColumnDecl]] = {}
             for cname, col in t.columns.items():
                 decl = col if isinstance(col, d.ColumnDecl) else d.ColumnDecl(type=col)
@@ -388,6 +409,14 @@ class Checker:
                 f = d.FieldDecl(type=f)
             if not self.ident(name, keys, "state field"):
                 continue
+            if name in STEP_OUTPUTS:
+                self.diags.error(
+                    span,
+                    "E013",
+                    f"state field name '{name}' is reserved: state_to_dict uses it for the step's output; "
+                    f"name the field '{name}_' or something more specific",
+                )
+                continue
             outer_pp = (P,) if f.per_player else ()
             if f.visible == "owner" and not f.per_player:
                 self.diags.error(self.at(*keys, "visible"), "E012", "`visible: owner` needs `per_player: true`")
@@ -408,7 +437,7 @@ class Checker:
                         name=name,
                         ty=Ty(dtype=ety.dtype, shape=outer + (cap,), enum=ety.enum),
                         init=tuple([0] * math.prod(outer + (cap,))),
-                        visible=f.visible,
+                        visible=visible_kind(f.visible),
                         per_player=f.per_player,
                         zone=name,
                         doc=f.doc,
@@ -448,7 +477,7 @@ class Checker:
                             name=f"{name}.{pname}",
                             ty=full,
                             init=tuple([_zero(full)] * math.prod(full.shape)),
-                            visible=f.visible,
+                            visible=visible_kind(f.visible),
                             per_player=f.per_player,
                             doc=f.doc,
                             span=span,
@@ -479,7 +508,7 @@ class Checker:
                     name=name,
                     ty=ty,
                     init=init,
-                    visible=f.visible,
+                    visible=visible_kind(f.visible),
                     per_player=f.per_player,
                     low=f.low,
                     high=f.high,
@@ -492,6 +521,8 @@ class Checker:
     def declare_obs(self) -> None:
         for name, f in self.doc.observation.fields.items():
             keys: Path = ("observation", "fields", name)
+            if not self.ident(name, keys, "observation field"):
+                continue
             decl = f if isinstance(f, d.ObsField) else d.ObsField(type=f)
             sty = self.scalar_type(decl.type, keys)
             shp = self.shape(decl.shape, keys + ("shape",))
@@ -505,11 +536,12 @@ class Checker:
         for section in ("functions", "procedures"):
             for name, c in getattr(self.doc, section).items():
                 keys: Path = (section, name)
+                if not self.ident(name, keys, section[:-1]):
+                    continue
                 params: list[tuple[str, Ty]] = []
                 for pname, tname in c.params.items():
-                    if not self.ident(pname, keys + ("params", pname), "parameter"):
-                        continue
-                    ty = self.scalar_type(tname, keys + ("params", pname))
+                    self.ident(pname, keys + ("params", pname), "parameter")  # reported; kept, so calls check on
+                    ty = self.value_type(tname, keys + ("params", pname))
                     if ty is not None:
                         params.append((pname, ty))
                 returns = None
@@ -517,7 +549,7 @@ class Checker:
                     if c.returns is None:
                         self.diags.error(self.key_at(*keys), "E010", f"function '{name}' needs `returns: TYPE`")
                         continue
-                    returns = self.scalar_type(c.returns, keys + ("returns",))
+                    returns = self.value_type(c.returns, keys + ("returns",))
                     if returns is None:
                         continue
                 elif c.returns is not None:
@@ -550,6 +582,8 @@ class Checker:
             return placeholder
         bc = BodyChecker(self.env, ctx, locals_)
         try:
+            if want.shape:  # a function returning an array
+                return bc.shaped(tree, want, ctx.where)
             x = bc.scalar(tree, ctx.where)
             return bc.coerce(x, want, tree.span, ctx.where)
         except Bail:
@@ -642,32 +676,36 @@ class Checker:
             self.diags.error(bad.span, "E056", "only one `return`, as the last statement, is allowed in a function")
 
     def check_recursion(self) -> None:
+        """E055 for each cycle of the call graph, then randomness propagated from callees to callers (an
+        iterative depth-first walk, callees first: a call chain may be thousands long)."""
         calls = self.env.calls
-        state: dict[str, int] = {}
-
-        def visit(n: str, stack: list[str]) -> None:
-            state[n] = 1
-            for m in sorted(calls.get(n, ())):
-                if state.get(m) == 1:
-                    cyc = stack[stack.index(m) :] + [m] if m in stack else [n, m]
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        order: list[str] = []
+        for root in sorted(calls):
+            if root in state:
+                continue
+            state[root] = 1
+            path = [root]
+            todo = [iter(sorted(calls.get(root, ())))]
+            while path:
+                m = next(todo[-1], None)
+                if m is None:
+                    state[path[-1]] = 2
+                    order.append(path.pop())
+                    todo.pop()
+                elif state.get(m) == 1:
+                    cyc = path[path.index(m) :] + [m]
                     sym = self.symbols[m]
                     assert isinstance(sym, CallableSym)
                     self.diags.error(sym.span, "E055", f"recursion is not allowed: {' -> '.join(cyc)}")
-                elif state.get(m) is None:
-                    visit(m, stack + [m])
-            state[n] = 2
-
-        for n in sorted(calls):
-            if state.get(n) is None:
-                visit(n, [n])
+                elif m not in state:
+                    state[m] = 1
+                    path.append(m)
+                    todo.append(iter(sorted(calls.get(m, ()))))
         # randomness flows up the call graph
-        changed = True
-        while changed:
-            changed = False
-            for n, callees in calls.items():
-                if n not in self.env.random_callables and callees & self.env.random_callables:
-                    self.env.random_callables.add(n)
-                    changed = True
+        for n in order:
+            if n not in self.env.random_callables and calls.get(n, set()) & self.env.random_callables:
+                self.env.random_callables.add(n)
 
     def action_param(self, aname: str, pname: str, p: object) -> ir.ActionParamInfo | None:
         keys: Path = ("actions", aname, "params", pname)
@@ -795,11 +833,7 @@ class Checker:
 
     def run(self) -> ir.SpecIR | None:
         doc = self.doc
-        if not _IDENT.match(doc.name):
-            hint = " (a folded `>` or `|` value ends with a line break; write the name on one line)" * (
-                "\n" in doc.name
-            )
-            self.diags.error(self.at("name"), "E013", f"spec name {show(doc.name)} is not an identifier{hint}")
+        self.ident(doc.name, ("name",), "spec", reserved=False, value=True)
         if not re.fullmatch(r"[0-9]+(\.[0-9]+)*((a|b|rc|\.post|\.dev)[0-9]+)?", doc.version):
             self.diags.error(
                 self.at("version"), "E012", f"version '{doc.version}' is not a release number like 1.0 or 2.1.3"
@@ -823,7 +857,10 @@ class Checker:
         self.settle(doc.functions)
         self.settle(doc.procedures)
         callables = self.check_callables()
+        self.fields = check_visibility(self, self.fields)
         box = self.check_box()
+        if doc.continuous_action is None:
+            self.symbols["action"] = action_scope.discrete_symbol()  # the id the outputs read (check.action)
         actions, num_actions = self.check_actions()
         if not actions and box is None and not doc.actions:
             at = self.root.span if "actions" not in doc.model_fields_set else self.key_at("actions")
@@ -863,7 +900,7 @@ class Checker:
             box = box.model_copy(update={"effect": _mark_loops(box.effect, rand)})
         if self.diags.has_errors:
             return None
-        return ir.SpecIR(
+        spec = ir.SpecIR(
             name=doc.name,
             doc=doc.doc,
             version=doc.version,
@@ -895,6 +932,8 @@ class Checker:
             ),
             illegal_action_penalty=doc.illegal_action_penalty,
         )
+        check_budget(spec, self.diags)  # after the IR is complete: the bounds need every body
+        return None if self.diags.has_errors else spec
 
 
 def _mark_loops(stmts: tuple[ir.Stmt, ...], rand: set[str]) -> tuple[ir.Stmt, ...]:

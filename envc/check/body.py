@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from envc import ast, ir
+from envc.check import loops, mathops
+from envc.check.action import misplaced as action_misplaced
 from envc.check.symbols import (
     CallableSym,
     ConstSym,
@@ -15,6 +17,7 @@ from envc.check.symbols import (
     ParamSym,
     StorageSym,
     Symbol,
+    name_problem,
 )
 from envc.diagnostics import Diagnostics, Span, did_you_mean
 from envc.ir import BOOL, F32, I32, DType, Ty
@@ -26,7 +29,9 @@ CASTS = {"i8", "i16", "i32", "u32", "f32", "bool", "int", "float"}
 ZONE_STMTS = {"push", "insert", "pop", "remove_at", "clear", "shuffle"}
 ZONE_EXPRS = {"count", "len", "top", "contains", "index_of", "capacity"}
 RANDOM = {"uniform", "randint", "bernoulli", "coin"}
-BUILTINS = sorted(REDUCTIONS | MATH | CASTS | ZONE_STMTS | ZONE_EXPRS | RANDOM | {"range", "select"})
+BUILTINS = sorted(
+    REDUCTIONS | MATH | CASTS | ZONE_STMTS | ZONE_EXPRS | RANDOM | mathops.BUILTIN_FNS | {"range", "select"}
+)
 
 
 class Bail(Exception):
@@ -92,9 +97,12 @@ class BodyChecker:
         self.ctx = ctx
         self.scopes: list[dict[str, LocalVar]] = [dict(locals_ or {})]
         self.weak: dict[int, ir.Expr] = {}  # untyped int literals, kept alive so ids stay unique
+        self.weak_shifts: dict[int, ir.Expr] = {}  # `1 << i`: shifts of an untyped literal (mathops.adapt)
         self.uses_random = False
         self.in_generator = 0
         self.broken_locals: set[str] = set()  # `let` names whose value had an error
+        self.loops: list[loops.LoopFrame] = []  # the loops around the statement being checked (break/continue)
+        self.loop_count = 0  # names of the loop flags (envc/check/loops.py)
 
     def is_weak(self, x: ir.Expr) -> bool:
         """Is `x` an int literal whose type adapts to the other operand?"""
@@ -113,12 +121,15 @@ class BodyChecker:
         return None
 
     def names_in_scope(self) -> list[str]:
-        out = list(self.env.symbols) + BUILTINS + ["num_players"]
+        out = list(self.env.symbols) + BUILTINS + list(mathops.CONSTANT_NAMES) + ["num_players"]
         for sc in self.scopes:
             out += list(sc)
         return out
 
-    def declare(self, name: str, var: LocalVar, span: Span) -> None:
+    def declare(self, name: str, var: LocalVar, span: Span, what: str) -> None:
+        problem = name_problem(name, what)
+        if problem is not None:
+            raise self.err(span, "E013", problem)
         if self.lookup_local(name) is not None or name in self.env.symbols:
             raise self.err(span, "E031", f"'{name}' is already defined; pick another name")
         self.scopes[-1][name] = var
@@ -166,11 +177,20 @@ class BodyChecker:
             return self.name(e)
         if isinstance(e, ast.Index):
             base = self.ref(e.base)
+            if (
+                isinstance(base, (ir.Local, ir.Read))
+                and base.ty.shape
+                and (isinstance(base, ir.Local) or base.space == "local")
+            ):
+                return self.index_local(base, e)
             if not isinstance(base, PRef):
                 what = "an enum type" if isinstance(base, EnumSym) else f"a {base.ty.show()} value"
                 raise self.err(e.span, "E041", f"cannot index {what}")
             return self.index(base, e)
         if isinstance(e, ast.Attr):
+            prefixed = mathops.module_attr(self, e)  # `math.pi`, `np.inf`
+            if prefixed is not None:
+                raise prefixed
             base = self.ref(e.base)
             return self.attr(base, e)
         return self.value(e)
@@ -186,13 +206,19 @@ class BodyChecker:
         if sym is None:
             if n in self.env.broken or n in self.broken_locals:
                 raise Bail()  # its declaration was already reported
+            const = mathops.constant(n, e.span)  # pi, tau, e, inf: shadowed by any declaration
+            if const is not None:
+                return const
+            if n in ("break", "continue"):
+                raise self.err(e.span, "E020", loops.misused(n))
             hint = did_you_mean(n, self.names_in_scope())
             raise self.err(e.span, "E030", f"unknown name '{n}'{hint}")
         if isinstance(sym, StorageSym):
             if sym.space == "obs" and not self.ctx.obs:
                 raise self.err(e.span, "E030", f"observation field '{n}' can only be used in the observation body")
-            if sym.space == "action" and self.ctx.where != "continuous action effect":
-                raise self.err(e.span, "E030", "'action' is only defined in the continuous action's effect")
+            misplaced = action_misplaced(sym, self.ctx.where) if sym.space == "action" else None
+            if misplaced is not None:
+                raise self.err(e.span, "E030", misplaced)
             return PRef(sym, [], span=e.span)
         if isinstance(sym, ParamSym):
             return ir.Param(name=n, ty=sym.ty, span=e.span)
@@ -241,6 +267,62 @@ class BodyChecker:
                 )
             out.append(x)
         return PRef(base.sym, out, base.part, base.span)
+
+    def index_local(self, base: ir.Local | ir.Read, e: ast.Index) -> ir.Read:
+        """`y[i]` on an array local: a read of its element (or row) as a `local` space Read."""
+        out = list(base.index) if isinstance(base, ir.Read) else []
+        var = self.lookup_local(base.name)
+        dims = var.ty.shape if var is not None else base.ty.shape
+        for idx_ast in e.indices:
+            k = len(out)
+            if k >= len(dims):
+                raise self.err(e.span, "E041", f"too many indices for '{base.name}' (shape {list(dims)})")
+            x = self.index_value(idx_ast)
+            rng = self.static_range(x)
+            if rng is not None and (rng[0] < 0 or rng[1] > dims[k]):
+                lo, hi = rng
+                shown = f"{lo}" if hi == lo + 1 else f"{lo}..{hi - 1}"
+                msg = f"index {shown} is out of range for dimension {k} of '{base.name}' (size {dims[k]})"
+                raise self.err(idx_ast.span, "E053", msg)
+            out.append(x)
+        ty = Ty(dtype=base.ty.dtype, shape=dims[len(out) :], enum=base.ty.enum)
+        return ir.Read(space="local", name=base.name, index=tuple(out), ty=ty, dims=dims, span=e.span)
+
+    def elementwise(self, e: ast.Binary, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+        """`y + dt * k`: + - * / // % between arrays of one static shape, or an array and a scalar."""
+        op = e.op
+        if op not in ("+", "-", "*", "/", "//", "%"):
+            raise self.err(e.span, "E041", f"'{op}' works on scalars only; index the array (arrays take + - * / // %)")
+        if a.ty.shape and b.ty.shape and a.ty.shape != b.ty.shape:
+            raise self.err(
+                e.span,
+                "E041",
+                f"shape mismatch in '{op}': {list(a.ty.shape)} and {list(b.ty.shape)}; "
+                "elementwise operands need the same shape (or one scalar)",
+            )
+        self.numeric(a, e.a.span, op)
+        self.numeric(b, e.b.span, op)
+        shape = a.ty.shape or b.ty.shape
+        pa = a if not a.ty.shape else ir.Local(name="__ea__", ty=a.ty.scalar(), span=a.span)
+        pb = b if not b.ty.shape else ir.Local(name="__eb__", ty=b.ty.scalar(), span=b.span)
+        if op == "/":
+            ty = F32
+        else:
+            _, _, ty = self.unify(pa, pb, e.span, f"operands of '{op}'")
+        out = []
+        for x, px in ((a, pa), (b, pb)):
+            if x.ty.shape:
+                if x.ty.scalar() != ty.scalar():
+                    raise self.err(
+                        x.span,
+                        "E040",
+                        f"operands of '{op}': array of {x.ty.scalar().show()} and {ty.show()} do not mix; "
+                        f"arrays are not converted, so convert element by element (y[i] = {ty.show()}(x[i]))",
+                    )
+                out.append(x)
+            else:
+                out.append(self.cast(px, ty.scalar()))
+        return ir.Binary(op=op, a=out[0], b=out[1], ty=Ty(dtype=ty.dtype, shape=shape), span=e.span)
 
     def attr(self, base: ir.Expr | PRef | EnumSym, e: ast.Attr) -> ir.Expr | PRef:
         if isinstance(base, EnumSym):
@@ -294,7 +376,11 @@ class BodyChecker:
             if e.op == "not":
                 x = self.bool_expr(e.x, "operand of 'not'")
                 return ir.Unary(op="not", x=x, ty=BOOL, span=e.span)
-            x = self.scalar(e.x)
+            if e.op == "~":
+                return mathops.invert(self, e)
+            x = self.expr(e.x)
+            if x.ty.shape:
+                raise self.err(e.span, "E041", "unary '-' works on scalars only; for an array write -1 * (...)")
             self.numeric(x, e.x.span, "-")
             if isinstance(x, ir.Lit) and not isinstance(x.value, bool):
                 lit = _lit(-x.value, x.ty, e.span)
@@ -339,6 +425,8 @@ class BodyChecker:
         return ir.Cast(x=x, ty=ty, span=x.span)
 
     def unify(self, a: ir.Expr, b: ir.Expr, span: Span, what: str) -> tuple[ir.Expr, ir.Expr, Ty]:
+        if self.weak_shifts:
+            a, b = mathops.adapt(self, a, b, span)
         ta, tb = a.ty, b.ty
         wa, wb = self.is_weak(a), self.is_weak(b)
         if ta.enum or tb.enum or ta.dtype is DType.BOOL or tb.dtype is DType.BOOL:
@@ -362,11 +450,18 @@ class BodyChecker:
 
     def binary(self, e: ast.Binary) -> ir.Expr:
         op = e.op
+        if op == "**":
+            return mathops.power(self, e.a, e.b, e.span)
+        if op in ("<<", ">>"):
+            return mathops.shift(self, e)
         if op in ("and", "or"):
             a = self.bool_expr(e.a, f"operand of '{op}'")
             b = self.bool_expr(e.b, f"operand of '{op}'")
             return ir.Binary(op=op, a=a, b=b, ty=BOOL, span=e.span)
-        a, b = self.scalar(e.a), self.scalar(e.b)
+        xa, xb = self.expr(e.a), self.expr(e.b)
+        if xa.ty.shape or xb.ty.shape:
+            return self.elementwise(e, xa, xb)
+        a, b = xa, xb
         if op in ("==", "!=", "<", "<=", ">", ">="):
             if op not in ("==", "!=") and (a.ty.enum or a.ty.dtype is DType.BOOL):
                 raise self.err(e.span, "E040", f"'{op}' needs numbers, got {a.ty.show()}")
@@ -376,6 +471,8 @@ class BodyChecker:
             if a.ty.dtype is DType.BOOL and b.ty.dtype is DType.BOOL:
                 return ir.Binary(op=op, a=a, b=b, ty=BOOL, span=e.span)
             if a.ty.dtype is DType.F32 or b.ty.dtype is DType.F32:
+                if op == "^":
+                    raise mathops.xor_error(self, e)
                 raise self.err(e.span, "E040", f"'{op}' needs integers or bools")
         self.numeric(a, e.a.span, op)
         self.numeric(b, e.b.span, op)
@@ -415,6 +512,8 @@ class BodyChecker:
     # calls
     def call(self, e: ast.Call) -> ir.Expr:
         f, args = e.func, e.args
+        if "." in f:  # `np.clip(...)`
+            raise mathops.prefix_error(self, f, e.func_span, True)
         sym = self.env.symbols.get(f)
         if isinstance(sym, CallableSym):
             if sym.returns is None:
@@ -434,6 +533,8 @@ class BodyChecker:
                 lo, hi = ty.dtype.int_range
                 return _lit((x.value - lo) % (hi - lo + 1) + lo, ty, e.span)  # explicit casts wrap
             return x if x.ty == ty else ir.Cast(x=x, ty=ty, span=e.span)
+        if f in mathops.BUILTIN_FNS:
+            return mathops.builtin(self, e)
         if f in MATH and not (f in ("min", "max") and len(args) == 1):
             return self.math(e)
         if f in REDUCTIONS:
@@ -479,7 +580,7 @@ class BodyChecker:
             if f in self.env.broken:
                 raise Bail()
             hint = did_you_mean(f, self.names_in_scope())
-            raise self.err(e.func_span, "E030", f"unknown function '{f}'{hint}")
+            raise self.err(e.func_span, "E030", f"unknown function '{f}'{mathops.alias_hint(f) or hint}")
         raise self.err(e.func_span, "E040", f"'{f}' is not callable")
 
     def arity(self, e: ast.Call, n: int) -> None:
@@ -491,10 +592,16 @@ class BodyChecker:
             raise self.err(e.span, "E042", f"'{sym.name}' takes {len(sym.params)} argument(s), got {len(e.args)}")
         if self.ctx.caller is not None:
             self.env.calls.setdefault(self.ctx.caller, set()).add(sym.name)
-        return tuple(
-            self.coerce(self.scalar(a), ty, a.span, f"argument '{pn}' of {sym.name}")
-            for (pn, ty), a in zip(sym.params, e.args)
-        )
+        return tuple(self.shaped(a, ty, f"argument '{pn}' of {sym.name}") for (pn, ty), a in zip(sym.params, e.args))
+
+    def shaped(self, e: ast.Expr, ty: Ty, what: str) -> ir.Expr:
+        """`e` as a value of `ty`, which may be an array of static shape (function arguments and results)."""
+        if not ty.shape:
+            return self.coerce(self.scalar(e), ty, e.span, what)
+        x = self.expr(e)
+        if x.ty.shape != ty.shape:
+            raise self.err(e.span, "E041", f"{what}: expected an array {ty.show()}, got {x.ty.show()}")
+        return self.coerce(x, ty, e.span, what)
 
     def math(self, e: ast.Call) -> ir.Expr:
         f, args = e.func, e.args
@@ -558,27 +665,34 @@ class BodyChecker:
             site=site,
         )
 
-    def static_int(self, e: ast.Expr) -> int:
+    def static_int(self, e: ast.Expr, use: loops.Bound | None = None) -> int:
         x = self.scalar(e, "bound")
         if isinstance(x, ir.Lit) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            if not -(2**31) <= x.value < 2**31:  # the loop variable is an i32
+                raise self.err(e.span, "E040", f"loop bound {x.value} does not fit in i32")
             return x.value
+        if use is not None and x.ty.dtype.is_int:
+            raise loops.not_static(self, e, x, use)  # the static-bound-plus-`if` pattern to use instead
         raise self.err(e.span, "E051", "bound must be static: a literal, a static param or constant, or num_players")
 
-    def range_of(self, it: ast.Expr) -> tuple[int, int]:
+    def range_of(self, it: ast.Expr, var: str = "i", generator: bool = False) -> tuple[int, int]:
         if not (isinstance(it, ast.Call) and it.func == "range" and 1 <= len(it.args) <= 2):
             raise self.err(it.span, "E020", "loops go over range(stop) or range(start, stop)")
+        use = loops.Bound("generator" if generator else "for", var, it.args)
         if len(it.args) == 1:
-            return 0, self.static_int(it.args[0])
-        return self.static_int(it.args[0]), self.static_int(it.args[1])
+            return 0, self.static_int(it.args[0], use)
+        return self.static_int(it.args[0], use), self.static_int(it.args[1], use)
 
     def gen_call(self, e: ast.GenCall) -> ir.Expr:
+        if "." in e.func:  # `np.sum(... for ...)`
+            raise mathops.prefix_error(self, e.func, e.func_span, True)
         if e.func not in REDUCTIONS:
             raise self.err(e.func_span, "E030", f"'{e.func}' cannot take a generator; use one of {sorted(REDUCTIONS)}")
-        start, stop = self.range_of(e.iter)
+        start, stop = self.range_of(e.iter, e.var, True)
         self.scopes.append({})
         self.in_generator += 1
         try:
-            self.declare(e.var, LocalVar(I32, False, (start, stop)), e.span)
+            self.declare(e.var, LocalVar(I32, False, (start, stop)), e.span, "generator variable")
             elt = self.scalar(e.elt, "element")
             cond = self.bool_expr(e.cond, "filter") if e.cond is not None else None
         finally:
@@ -613,16 +727,17 @@ class BodyChecker:
     # ---- statements --------------------------------------------------
     def block(self, stmts: tuple[ast.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         self.scopes.append({})
-        out: list[ir.Stmt] = []
+        out = loops.Segments(self)  # what follows a `break`/`continue` is guarded
         try:
             for s in stmts:
+                out.before()
                 try:
-                    out.extend(self.stmt(s))
+                    out.add(self.stmt(s))
                 except Bail:
-                    pass
+                    out.add([])
         finally:
             self.scopes.pop()
-        return tuple(out)
+        return out.finish()
 
     def stmt(self, s: ast.Stmt) -> list[ir.Stmt]:
         if isinstance(s, ast.Pass):
@@ -635,28 +750,22 @@ class BodyChecker:
             return self.call_stmt(s.expr, s.span)
         if isinstance(s, ast.Return):
             if self.ctx.returns is None:
-                raise self.err(s.span, "E056", f"`return` is only allowed in functions, not in {self.ctx.where}")
-            v = self.coerce(self.scalar(s.value), self.ctx.returns, s.value.span, "return value")
+                raise self.err(
+                    s.span,
+                    "E056",
+                    f"`return` is only allowed in functions, not in {self.ctx.where}: there is no early exit; put the "
+                    "rest under `if ...:`/`else:` (in a loop, `break` or `continue`)",
+                )
+            v = self.shaped(s.value, self.ctx.returns, "return value")
             return [ir.ReturnS(value=v, span=s.span)]
         if isinstance(s, ast.If):
             return [self.if_stmt(list(s.branches), s.orelse, s.span)]
         if isinstance(s, ast.For):
-            start, stop = self.range_of(s.iter)
-            self.scopes.append({})
-            before = self.uses_random
-            self.uses_random = False
-            try:
-                self.declare(s.var, LocalVar(I32, False, (start, stop)), s.span)
-                body = self.block(s.body)
-            finally:
-                self.scopes.pop()
-            rnd = self.uses_random
-            self.uses_random = before or rnd
-            return [
-                ir.ForS(
-                    var=s.var, start=start, stop=stop, body=body, loop_id=self.env.next_site(), random=rnd, span=s.span
-                )
-            ]
+            return loops.for_stmt(self, s)
+        if isinstance(s, ast.While):
+            return loops.while_stmt(self, s)
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return loops.exit_stmt(self, s)
         if isinstance(s, ast.Match):
             return [self.match(s)]
         raise self.err(s.span, "E020", "unsupported statement")
@@ -722,16 +831,16 @@ class BodyChecker:
             if z is None:
                 raise self.err(s.span, "E042", f"{s.value.func}(...) needs a zone")
             ty = declared or z.elem
-            self.declare(s.name, LocalVar(ty, True), s.span)
+            self.declare(s.name, LocalVar(ty, True), s.span, "local")
             tgt = ir.Target(space="local", name=s.name, ty=ty, span=s.span)
             init = ir.LetS(name=s.name, value=_lit(False if ty.dtype is DType.BOOL else 0, ty, s.span), span=s.span)
             return [init, self.zone_take(s.value, tgt)]
-        v = self.scalar(s.value, "local value")
+        v = self.expr(s.value)
         if declared is not None:
             v = self.coerce(v, declared, s.value.span, f"value of '{s.name}'")
         elif self.is_weak(v):
             v = self.fit(v, I32, s.span)
-        self.declare(s.name, LocalVar(v.ty, True), s.span)
+        self.declare(s.name, LocalVar(v.ty, True), s.span, "local")
         return [ir.LetS(name=s.name, value=v, span=s.span)]
 
     def type_named(self, name: str, span: Span) -> Ty:
@@ -752,6 +861,11 @@ class BodyChecker:
                     raise self.err(e.span, "E050", f"'{e.id}' is read-only (a loop variable or parameter)")
                 return ir.Target(space="local", name=e.id, ty=var.ty, span=e.span)
         r = self.ref(e)
+        if isinstance(r, ir.Read) and r.space == "local":  # `y[i] = v` on an array local
+            var = self.lookup_local(r.name)
+            if var is not None and not var.mutable:
+                raise self.err(e.span, "E050", f"'{r.name}' is read-only (a parameter)")
+            return ir.Target(space="local", name=r.name, index=r.index, ty=r.ty, dims=r.dims, span=e.span)
         if isinstance(r, PRef):
             s = r.sym
             if s.space == "const":
@@ -783,13 +897,13 @@ class BodyChecker:
         if s.op != "=":
             op = s.op[:-1]
             cur = (
-                ir.Read(space=tgt.space, name=tgt.name, index=tgt.index, ty=tgt.ty, span=tgt.span)
-                if tgt.space != "local"
+                ir.Read(space=tgt.space, name=tgt.name, index=tgt.index, ty=tgt.ty, dims=tgt.dims, span=tgt.span)
+                if tgt.space != "local" or tgt.index
                 else ir.Local(name=tgt.name, ty=tgt.ty, span=tgt.span)
             )
-            if tgt.ty.shape:
+            if tgt.ty.shape and tgt.space != "local":
                 raise self.err(s.span, "E041", f"'{s.op}' needs a scalar target")
-            if v.ty.shape:
+            if v.ty.shape and not tgt.ty.shape:
                 raise self.err(s.value.span, "E041", "expected a scalar value")
             fake = ast.Binary(op, ast.Name("__lhs__", tgt.span), s.value, s.span)
             self.scopes.append({"__lhs__": LocalVar(tgt.ty, False)})
@@ -798,6 +912,13 @@ class BodyChecker:
             finally:
                 self.scopes.pop()
             v = _substitute_lhs(combined, cur)
+        if tgt.ty.shape and not v.ty.shape and tgt.space == "local":
+            raise self.err(
+                s.value.span,
+                "E041",
+                f"'{tgt.name}' is an array {tgt.ty.show()}; assign an array of that shape, or one element with "
+                f"{tgt.name}[i] = ...",
+            )
         if tgt.ty.shape and not v.ty.shape:
             v = self.coerce(v, tgt.ty.scalar(), s.value.span, "assigned value")
         else:
@@ -826,6 +947,8 @@ class BodyChecker:
         if not isinstance(e, ast.Call):
             raise self.err(span, "E020", "this expression does nothing; only calls can stand alone")
         f = e.func
+        if "." in f:  # `np.random.shuffle(deck)`
+            raise mathops.prefix_error(self, f, e.func_span, True)
         sym = self.env.symbols.get(f)
         if isinstance(sym, CallableSym):
             if sym.returns is not None:
@@ -881,4 +1004,6 @@ def _substitute_lhs(x: ir.Expr, cur: ir.Expr) -> ir.Expr:
         return x.model_copy(update={"x": _substitute_lhs(x.x, cur)})
     if isinstance(x, ir.Binary):
         return x.model_copy(update={"a": _substitute_lhs(x.a, cur), "b": _substitute_lhs(x.b, cur)})
+    if isinstance(x, ir.Math):  # `x **= 2`, `x <<= n`
+        return x.model_copy(update={"args": tuple(_substitute_lhs(a, cur) for a in x.args)})
     return x

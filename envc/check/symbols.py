@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Union
 
+from envc.check.tables import show
 from envc.diagnostics import Span
 from envc.ir import Ty
 
@@ -20,6 +22,9 @@ KEYWORDS = {
     "case",
     "return",
     "pass",
+    "while",
+    "break",
+    "continue",
     "and",
     "or",
     "not",
@@ -67,6 +72,28 @@ RESERVED = (
         "lax",
     }
 )
+
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_NAME_LENGTH = 64
+
+
+def name_problem(name: str, what: str, reserved: bool = True) -> str | None:
+    """Why `name` cannot name a `what` (a message), or None if it can. The one rule for every declared name: an
+    identifier of at most MAX_NAME_LENGTH characters, not `_` alone, without `__` (generated code joins names with
+    it: a zone `x` is stored as `x__count`), and, where `reserved`, not a reserved word."""
+    shown = show(name)
+    if IDENT.fullmatch(name) is None:
+        hint = " (a folded `>` or `|` value ends with a line break; write the name on one line)" * ("\n" in name)
+        return f"{what} name {shown} is not an identifier ([A-Za-z_][A-Za-z0-9_]*){hint}"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"{what} name {shown} is {len(name)} characters long; names have at most {MAX_NAME_LENGTH}"
+    if name == "_":
+        return f"{what} name '_' is reserved (it is the wildcard of `case _:`); use a descriptive name"
+    if "__" in name:
+        return f"{what} name {shown} contains '__', which is reserved for generated code; use a single '_'"
+    if reserved and name in RESERVED:
+        return f"{what} name {shown} is reserved"
+    return None
 
 
 @dataclass(frozen=True)

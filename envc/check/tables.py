@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,11 +14,14 @@ from typing import Union
 
 from envc.diagnostics import Diagnostics, Span
 from envc.ir import DType, Ty
-from envc.load import YSeq, compose_text, read_at_most, to_python
+from envc.load import MAX_NODES, YSeq, compose_text, read_at_most, to_python
 
 Value = Union[bool, int, float]
 MAX_DATA_BYTES = 8 * 1024 * 1024
-MAX_DATA_NODES = 5_000_000  # YAML data files: more values than all arrays of a spec may hold
+# YAML data files: as many nodes as a spec (each costs ~20 us to compose, convert and check: 2.7M nodes took 53 s
+# of CPU); bigger data goes in a CSV file
+MAX_DATA_NODES = MAX_NODES
+MAX_DATA_ROWS = 1 << 20  # CSV rows: no array holds more elements (check.MAX_ELEMENTS); reading 2M rows took 20 s
 
 
 class DataError(Exception):
@@ -41,8 +45,12 @@ class DataFile:
 
 def read_data_file(spec_path: str, rel: str, span: Span, diags: Diagnostics) -> DataFile | None:
     """Rows of a CSV (dicts) or YAML (list items) file next to the spec; None with a diagnostic on failure."""
-    base = Path(spec_path).resolve().parent
-    target = (base / rel).resolve()
+    try:
+        base = Path(spec_path).resolve().parent
+        target = (base / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as e:  # a symlink loop (RuntimeError), a NUL in the name (ValueError)
+        diags.error(span, "E014", f"cannot resolve data file '{rel}': {e}")
+        return None
     if base not in target.parents and target != base:
         diags.error(span, "E014", f"data file '{rel}' is outside the spec's folder")
         return None
@@ -59,7 +67,7 @@ def read_data_file(spec_path: str, rel: str, span: Span, diags: Diagnostics) -> 
     except UnicodeDecodeError:
         diags.error(span, "E014", f"data file '{rel}' is not valid UTF-8")
         return None
-    shown = str(Path(spec_path).parent / rel)
+    shown = str(Path(spec_path).parent / target.relative_to(base))  # the file read ('a/../x.csv' may not open)
     if target.suffix.lower() == ".csv":
         return _read_csv(shown, text, diags)
     node, ok = compose_text(shown, text, diags, max_nodes=MAX_DATA_NODES)
@@ -77,6 +85,18 @@ def _start(s: Span) -> Span:
 
 def _read_csv(shown: str, text: str, diags: Diagnostics) -> DataFile | None:
     """A CSV file with a header row; blank lines are skipped, and every row knows the line it starts on."""
+    counter = csv.reader(io.StringIO(text, newline=""))
+    try:  # a quick count first: the loop below takes seconds per million rows
+        rows = sum(1 for _ in itertools.islice(filter(None, counter), MAX_DATA_ROWS + 2))
+    except csv.Error:
+        rows = 0  # reported by the loop below, where it is
+    if rows > MAX_DATA_ROWS + 1:  # the header and more rows than any array holds
+        diags.error(
+            Span.point(shown, counter.line_num, 1),
+            "E014",
+            f"more than {MAX_DATA_ROWS:,} rows: no constant or table column holds that many",
+        )
+        return None
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
     out = DataFile(shown, [], [])

@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from envc import ir
+from envc import ir, mathops
+from envc.interpret import f32
 from envc.ir import DType, Ty
+from envc.lower_jax import mathops as jax_mathops
 from envc.lower_jax.names import PyNames
 
 JNP = {
@@ -33,17 +35,22 @@ def ident(name: str) -> str:
 
 
 def literal(value: bool | int | float, ty: Ty) -> str:
-    """A typed JAX scalar literal."""
+    """A typed JAX scalar literal (the value rounded to f32, or wrapped into its integer type, as the reference)."""
     if ty.dtype is DType.BOOL:
         return "True" if value else "False"
     if ty.dtype is DType.F32:
-        v = float(value)
+        v = f32(float(value))
         if math.isnan(v):
             return "jnp.float32(jnp.nan)"
         if math.isinf(v):
             return f"jnp.float32({'-' if v < 0 else ''}jnp.inf)"
+        if v == 0 and math.copysign(1.0, v) > 0:
+            # XLA simplifies `x + c` to `x` for a constant c == +0.0, which is wrong for x == -0.0 (IEEE: +0.0);
+            # the barrier keeps every +0.0 that comes from a literal out of its reach
+            return "jax.lax.optimization_barrier(jnp.float32(0.0))"
         return f"jnp.float32({v!r})"
-    return f"{JNP[ty.dtype]}({int(value)})"
+    lo, hi = ty.dtype.int_range
+    return f"{JNP[ty.dtype]}({(int(value) - lo) % (hi - lo + 1) + lo})"
 
 
 @dataclass
@@ -74,8 +81,8 @@ class Emitter:
             self.shapes[("const", c.name)] = c.ty.shape
         for o in spec.obs_fields:
             self.shapes[("obs", o.name)] = o.ty.shape
-        if spec.box is not None:
-            self.shapes[("action", "action")] = spec.box.shape
+        # the continuous action's values, or the discrete action id (a scalar) in the outputs
+        self.shapes[("action", "action")] = spec.box.shape if spec.box is not None else ()
         self.callables = {c.name: c for c in spec.callables}
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.sizes: dict[str, int] = {}
@@ -90,7 +97,8 @@ class Emitter:
             return 0
         if isinstance(node, ir.ForS):
             body = self.size(node.body)
-            return 1 + (body * (node.stop - node.start) if self.unrolls(node) else body)
+            n = node.stop - node.start  # as in unrolls(), without sizing the body again (exponential in nesting)
+            return 1 + (body * n if n <= UNROLL and n * body <= UNROLL_BUDGET else body)
         n = 1
         if isinstance(node, (ir.CallFn, ir.CallProc)):
             name = node.fn if isinstance(node, ir.CallFn) else node.proc
@@ -190,7 +198,7 @@ class Emitter:
         base = self.var(sc, e.space, e.name)
         if not e.index:
             return base
-        dims = self.shapes[(e.space, e.name)]
+        dims = e.dims if e.space == "local" else self.shapes[(e.space, e.name)]
         return f"{base}[{self.read_index(e.index, dims, sc)}]"
 
     def x_unary(self, e: ir.Unary, sc: Scope) -> str:
@@ -204,7 +212,7 @@ class Emitter:
             return f"jnp.logical_and({a}, {b})"
         if op == "or":
             return f"jnp.logical_or({a}, {b})"
-        if op in ("//", "%") and e.ty.dtype is not DType.F32:
+        if op in ("//", "%"):  # ints and f32: the runtime's edge values (zero divisors, signed zeros, subnormals)
             fn = "floor_div" if op == "//" else "floor_mod"
             return f"{fn}({a}, {b})"
         if op == "/":
@@ -220,24 +228,42 @@ class Emitter:
             return f"to_enum({x}, {self.enums[e.ty.enum]})"
         if src is DType.F32 and dst is not DType.F32:
             return f"float_to_int({x}, {JNP[dst]})"
+        if dst is DType.F32 and isinstance(e.x, ir.Lit):
+            return literal(float(e.x.value), e.ty)  # `f32(0)` is a literal +0.0 (see `literal`)
         return f"jnp.asarray({x}).astype({JNP[dst]})"
 
     def x_select(self, e: ir.Select, sc: Scope) -> str:
         return f"jnp.where({self.expr(e.cond, sc)}, {self.expr(e.a, sc)}, {self.expr(e.b, sc)})"
 
     def x_math(self, e: ir.Math, sc: Scope) -> str:
+        if e.fn in mathops.FNS:  # `**`, shifts, `~` and the builtins of language 1.1
+            return jax_mathops.emit(self, e, sc)
         args = [self.expr(a, sc) for a in e.args]
         fn = {"min": "jnp.minimum", "max": "jnp.maximum", "abs": "jnp.abs", "atan2": "jnp.arctan2"}.get(e.fn)
         if e.fn == "clip":
             return f"jnp.minimum(jnp.maximum({args[0]}, {args[1]}), {args[2]})"
         return f"{fn or 'jnp.' + e.fn}({', '.join(args)})"
 
-    def _reduce(self, op: str, ty: Ty, elt_ty: Ty, vals: str, cond: str | None, pos: str, site: int, sc: Scope) -> str:
+    def _reduce(
+        self, op: str, ty: Ty, elt_ty: Ty, vals: str, cond: str | None, pos: str, n: int, site: int, sc: Scope
+    ) -> str:
+        """Reduce the `n` values `vals` (kept where `cond`, at positions `pos`) with the semantics of section 11."""
         if op == "choice":
             mask = vals if cond is None else f"jnp.logical_and({vals}, {cond})"
             return f"{pos}[choice_index(jax.random.fold_in({sc.key}, {site}), {mask})]"
         if op in ("argmax", "argmin"):
             return f"{op}_where({vals}, {cond or 'None'}, {pos})"
+        if ty.dtype is DType.F32 and op == "sum":
+            # from +0.0, in order, rounding after each addition (XLA's reductions reassociate); the running sum
+            # is never -0.0, so adding 0.0 for a value filtered out changes nothing
+            zero = literal(0.0, ty)
+            v = self.bind("values", f"jnp.where({cond}, {vals}, {zero})" if cond is not None else vals)
+            if n <= UNROLL:
+                acc = zero
+                for i in range(n):
+                    acc = f"({acc} + {v}[{i}])"
+                return acc
+            return f"jax.lax.fori_loop(0, {n}, lambda i_, a_: a_ + {v}[i_], {zero})"
         where = f", where={cond}" if cond is not None else ""
         if op == "sum":
             return f"jnp.sum({vals}, dtype={JNP[ty.dtype]}{where})"
@@ -247,8 +273,9 @@ class Emitter:
             return f"jnp.all({vals}{where})"
         if op == "count":
             return f"jnp.sum({vals}, dtype=jnp.int32{where})"
+        # XLA's min/max are IEEE 754-2019 minimum/maximum: NaN wins, -0.0 is below +0.0 (as section 11)
         empty = self.empty_value(op, elt_ty)
-        return f"jnp.{op}({vals}{where}, initial={empty})"
+        return f"jnp.{op}({vals}{where}, initial={JNP[elt_ty.dtype]}({empty}))"
 
     def empty_value(self, op: str, ty: Ty) -> str:
         if ty.dtype is DType.F32:
@@ -260,6 +287,18 @@ class Emitter:
 
     def x_reduce(self, e: ir.Reduce, sc: Scope) -> str:
         n = e.stop - e.start
+        if n <= 0:  # an empty range evaluates nothing: the documented results of an empty reduction (section 11)
+            if e.op in ("min", "max"):
+                return f"{JNP[e.elt.ty.dtype]}({self.empty_value(e.op, e.elt.ty)})"
+            return {
+                "sum": literal(0, e.ty),
+                "count": "jnp.int32(0)",
+                "any": "jnp.bool_(False)",
+                "all": "jnp.bool_(True)",
+                "argmax": "jnp.int32(-1)",
+                "argmin": "jnp.int32(-1)",
+                "choice": f"jnp.int32({e.start})",
+            }[e.op]
         if 0 < n <= UNROLL and n * (self.size(e.elt) + self.size(e.cond)) <= UNROLL_BUDGET:
             return self.reduce_unrolled(e, sc)
         inner = sc.copy()
@@ -283,7 +322,7 @@ class Emitter:
         else:
             self.line(f"{vals} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
         pos = f"jnp.arange({e.start}, {e.stop})"
-        return self._reduce(e.op, e.ty, e.elt.ty, vals, conds if cond is not None else None, pos, e.site, sc)
+        return self._reduce(e.op, e.ty, e.elt.ty, vals, conds if cond is not None else None, pos, n, e.site, sc)
 
     def reduce_unrolled(self, e: ir.Reduce, sc: Scope) -> str:
         """A short reduction with the loop variable a constant in each element, so every index is static."""
@@ -298,12 +337,13 @@ class Emitter:
         vals = self.bind("values", f"jnp.stack([{', '.join(elts)}])")
         keep = self.bind("keep", f"jnp.stack([{', '.join(conds)}])") if conds else None
         pos = f"jnp.arange({e.start}, {e.stop})"
-        return self._reduce(e.op, e.ty, e.elt.ty, vals, keep, pos, e.site, sc)
+        return self._reduce(e.op, e.ty, e.elt.ty, vals, keep, pos, e.stop - e.start, e.site, sc)
 
     def x_reduce_array(self, e: ir.ReduceArray, sc: Scope) -> str:
         x = self.expr(e.x, sc)
         n = math.prod(e.x.ty.shape)
-        return self._reduce(e.op, e.ty, e.x.ty, f"jnp.ravel({x})", None, f"jnp.arange({n})", e.site, sc)
+        vals = self.bind("values", f"jnp.ravel({x})")
+        return self._reduce(e.op, e.ty, e.x.ty, vals, None, f"jnp.arange({n})", n, e.site, sc)
 
     def x_random(self, e: ir.Random, sc: Scope) -> str:
         k = f"jax.random.fold_in({sc.key}, {e.site})"
@@ -376,9 +416,18 @@ class Emitter:
             getattr(self, "s_" + s.kind)(s, sc)
 
     def s_let(self, s: ir.LetS, sc: Scope) -> None:
-        sc.vars[f"local:{s.name}"] = self.bind(s.name, self.expr(s.value, sc))
+        value = self.expr(s.value, sc)
+        if s.value.ty.shape:  # an array local: a jnp array (constants are numpy arrays)
+            value = f"jnp.asarray({value})"
+        sc.vars[f"local:{s.name}"] = self.bind(s.name, value)
 
     def write(self, t: ir.Target, value: str, sc: Scope) -> None:
+        if t.space == "local" and t.index:  # an element (or row) of an array local
+            idx, guarded = self.write_index(t.index, t.dims, sc)
+            mode = ', mode="drop"' if guarded else ""
+            cur = sc.vars[f"local:{t.name}"]
+            sc.vars[f"local:{t.name}"] = self.bind(t.name, f"{cur}.at[{idx}].set({value}{mode})")
+            return
         if t.space == "local":
             sc.vars[f"local:{t.name}"] = self.bind(t.name, value)
             return
@@ -700,3 +749,6 @@ class Emitter:
 
     def s_return(self, s: ir.ReturnS, sc: Scope) -> None:
         raise AssertionError("a function's return is emitted by its generated function")
+
+    def s_check(self, s: ir.CheckS, sc: Scope) -> None:
+        """A spec bug only the reference reports: the fallback (a `while` loop stops at its cap) is to do nothing."""
