@@ -17,6 +17,7 @@ from lark.indenter import DedentError, Indenter
 from envc import ast
 from envc.diagnostics import Diagnostics, Span
 from envc.load import YScalar
+from envc.mathops import MODULE_PREFIXES
 
 # envc/grammar links to the top-level grammar/ folder; wheels carry a copy.
 GRAMMAR_PATH = Path(__file__).resolve().parent / "grammar" / "envc.lark"
@@ -214,7 +215,7 @@ def quoted_positions(raw: str, style: str, line: int, col: int) -> tuple[tuple[t
 
 _BINOPS = {"or_": "or", "and_": "and", "bit_or": "|", "bit_xor": "^", "bit_and": "&"}
 # parse-tree nodes that do not nest in the typed IR (lists, clauses, operator tokens)
-_FLAT = {"expr_only", "elif_clause", "else_clause", "add_op", "mul_op", "comp_op", "assign_op"}
+_FLAT = {"expr_only", "elif_clause", "else_clause", "add_op", "mul_op", "shift_op", "comp_op", "assign_op"}
 
 
 class _AstError(Exception):
@@ -242,6 +243,8 @@ class _ToAst:
             "name": lambda m, c: ast.Name(str(c[0]), self._s(m)),
             "neg": self.neg,
             "not_": lambda m, c: ast.Unary("not", c[0], self._s(m)),
+            "invert": lambda m, c: ast.Unary("~", c[0], self._s(m)),
+            "power": lambda m, c: ast.Binary("**", c[0], c[1], self._s(m)),
             "binop": lambda m, c: ast.Binary(c[1], c[0], c[2], self._s(m)),
             "compare": lambda m, c: ast.Binary(c[1], c[0], c[2], self._s(m)),
             "if_expr": lambda m, c: ast.IfExpr(c[0], c[1], c[2], self._s(m)),
@@ -261,10 +264,13 @@ class _ToAst:
             "elif_clause": lambda m, c: ("elif", (c[0], c[1])),
             "else_clause": lambda m, c: c[0],
             "for_stmt": lambda m, c: ast.For(str(c[0]), c[1], c[2], self._s(m)),
+            "while_stmt": lambda m, c: ast.While(c[0], c[1], c[2], self._s(m)),
+            "break_stmt": lambda m, c: ast.Break(self._s(m)),
+            "continue_stmt": lambda m, c: ast.Continue(self._s(m)),
             "match_stmt": lambda m, c: ast.Match(c[0], tuple(c[1:]), self._s(m)),
             "case_clause": lambda m, c: ast.Case(tuple(str(t) for t in c[:-1]), c[-1], self._s(m)),
         }
-        for op in ("add_op", "mul_op", "comp_op", "assign_op"):
+        for op in ("add_op", "mul_op", "shift_op", "comp_op", "assign_op"):
             self.handlers[op] = lambda m, c: str(c[0])
         for data, op in _BINOPS.items():
             self.handlers[data] = self._binop(op)
@@ -334,14 +340,25 @@ class _ToAst:
     def _callee(self, f: Any) -> str | None:
         return f.id if isinstance(f, ast.Name) else None
 
+    def _prefixed(self, f: Any) -> str | None:
+        """`np.clip` as "np.clip" when the callee is a dotted name under a module prefix (the checker says to
+        drop the prefix), else None."""
+        parts: list[str] = []
+        while isinstance(f, ast.Attr):
+            parts.append(f.name)
+            f = f.base
+        if parts and isinstance(f, ast.Name) and f.id in MODULE_PREFIXES:
+            return ".".join([f.id, *reversed(parts)])
+        return None
+
     def call(self, meta: Any, c: list[Any]) -> ast.Expr:
-        name = self._callee(c[0])
+        name = self._callee(c[0]) or self._prefixed(c[0])
         if name is None:
             raise _AstError(self._s(meta), "only named functions can be called")
         return ast.Call(name, c[1] or (), self._s(meta), c[0].span)
 
     def gen_call(self, meta: Any, c: list[Any]) -> ast.GenCall:
-        name = self._callee(c[0])
+        name = self._callee(c[0]) or self._prefixed(c[0])
         if name is None:
             raise _AstError(self._s(meta), "only named reductions can take a generator")
         return ast.GenCall(name, c[1], str(c[2]), c[3], c[4], self._s(meta), c[0].span)
@@ -359,8 +376,8 @@ class _ToAst:
         if c[0] is None:
             raise _AstError(
                 self._s(meta),
-                "`return` without a value: there is no early exit; only a function returns, with `return VALUE` as "
-                "its last statement",
+                "`return` without a value: there is no early exit; put the rest under `if ...:`/`else:` (in a loop, "
+                "`break` or `continue`); only a function returns, with `return VALUE` as its last statement",
                 "E056",
             )
         return ast.Return(c[0], self._s(meta))
@@ -376,6 +393,34 @@ class _ToAst:
         return ast.If(tuple(branches), orelse, self._s(meta))
 
 
+_MAX_EXPECTED = 10
+_TOKEN_WORDS = {"NAME": "a name", "INT": "a number", "FLOAT": "a number"}  # the grammar's regex terminals
+
+
+@lru_cache(maxsize=1)
+def _token_words() -> dict[str, tuple[int, str]]:
+    """Each terminal of the grammar as people write it (`'('`, `'**'`, `'let'`, "a name"), with its rank: words
+    for classes of tokens first, then the grammar's own order. Syntax errors never show lark's token names."""
+    out: dict[str, tuple[int, str]] = {}
+    for i, t in enumerate(parser().terminals):
+        if t.name in _TOKEN_WORDS:
+            out[t.name] = (i - 1000, _TOKEN_WORDS[t.name])
+        elif t.pattern.type == "str":
+            out[t.name] = (i, f"'{t.pattern.value}'")
+    return out
+
+
+def _expected_words(names: Any) -> list[str]:
+    """The expected tokens of a syntax error in words, deduplicated, in a fixed order (layout tokens left out)."""
+    words = _token_words()
+    ranked = sorted(words[n] for n in names if n in words)
+    out: list[str] = []
+    for _, w in ranked:
+        if w not in out:
+            out.append(w)
+    return out
+
+
 def _describe(e: UnexpectedInput) -> str:
     if isinstance(e, UnexpectedToken):
         tok = e.token
@@ -385,8 +430,9 @@ def _describe(e: UnexpectedInput) -> str:
             return "unexpected end of line"
         if tok.type in ("_INDENT", "_DEDENT"):
             return "unexpected indentation"
-        expected = sorted(x for x in e.expected if not x.startswith("_"))
-        hint = f"; expected one of {', '.join(expected[:8])}" if expected else ""
+        expected = _expected_words(e.expected)
+        more = ", ..." if len(expected) > _MAX_EXPECTED else ""
+        hint = f"; expected one of {', '.join(expected[:_MAX_EXPECTED])}{more}" if expected else ""
         return f"unexpected '{tok}'{hint}"
     if isinstance(e, UnexpectedCharacters):
         return f"unexpected character {e.char!r}"

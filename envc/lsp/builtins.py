@@ -41,6 +41,37 @@ BUILTINS: dict[str, Builtin] = {
     "floor": Builtin("floor(x) -> f32", "Round down; the result is f32: use `i32(floor(x))` for an int."),
     "ceil": Builtin("ceil(x) -> f32", "Round up; the result is f32: use `i32(ceil(x))` for an int."),
     "atan2": Builtin("atan2(y, x) -> f32", "Angle of the point (x, y) in radians."),
+    # math of language 1.1 (section 10; `**`, `<<`, `>>`, `~` are operators: section 6.4)
+    "pow": Builtin(
+        "pow(x, y) -> type of x | f32",
+        "Same as `x ** y`: a static integer exponent multiplies (exact for ints, which wrap; f32 in a fixed order); "
+        "otherwise f32 `pow` (ints converted first).",
+    ),
+    "sign": Builtin(
+        "sign(x) -> type of x", "-1, 0 or 1 (u32: 0 or 1); f32: -1.0 or 1.0, a zero keeps its sign, NaN stays NaN."
+    ),
+    "round": Builtin(
+        "round(x) -> f32",
+        f"Round to the nearest integer, halves to even (`round(2.5) == 2.0`, as numpy); {_MATH1}; "
+        "use `i32(round(x))` for an int.",
+    ),
+    "trunc": Builtin("trunc(x) -> f32", f"Round toward zero (`trunc(-1.5) == -1.0`); {_MATH1}."),
+    "hypot": Builtin("hypot(x, y) -> f32", f"`sqrt(x*x + y*y)` without overflow; {_MATH1}; inf if either is ±inf."),
+    "asin": Builtin("asin(x) -> f32", f"Arcsine in radians; {_MATH1}; NaN outside [-1, 1]."),
+    "acos": Builtin("acos(x) -> f32", f"Arccosine in radians; {_MATH1}; NaN outside [-1, 1]."),
+    "atan": Builtin("atan(x) -> f32", f"Arctangent in radians, in [-pi/2, pi/2]; {_MATH1}."),
+    "sinh": Builtin("sinh(x) -> f32", f"Hyperbolic sine; {_MATH1}."),
+    "cosh": Builtin("cosh(x) -> f32", f"Hyperbolic cosine; {_MATH1}."),
+    "log1p": Builtin("log1p(x) -> f32", f"`log(1 + x)`, accurate near 0; {_MATH1}; -inf at -1, NaN below."),
+    "expm1": Builtin("expm1(x) -> f32", f"`exp(x) - 1`, accurate near 0; {_MATH1}."),
+    "fmod": Builtin(
+        "fmod(x, y) -> f32",
+        f"C remainder with the sign of x (`fmod(-7.5, 2.0) == -1.5`; `%` floors instead: `-7.5 % 2.0 == 0.5`); "
+        f"{_MATH1}; NaN for y == 0.",
+    ),
+    "isnan": Builtin("isnan(x) -> bool", "Whether x is NaN (ints: false)."),
+    "isinf": Builtin("isinf(x) -> bool", "Whether x is +inf or -inf (ints: false)."),
+    "isfinite": Builtin("isfinite(x) -> bool", "Whether x is neither NaN nor ±inf (ints: true)."),
     "select": Builtin("select(c, a, b) -> common type", "`if c then a else b` (both sides evaluated)."),
     # casts (section 6.6)
     "i8": Builtin("i8(x) -> i8", _CAST),
@@ -109,6 +140,14 @@ BUILTINS: dict[str, Builtin] = {
         "A uniformly random index among the true entries (none true: a spec bug). " + _RANDOM,
         False,
     ),
+}
+
+# the math constants (section 10): f32 values; a declaration of the same name shadows them
+CONSTANTS: dict[str, tuple[str, str]] = {
+    "pi": ("const pi: f32 = 3.1415927", "The f32 nearest to pi. A declaration named `pi` shadows it."),
+    "tau": ("const tau: f32 = 6.2831855", "The f32 nearest to 2 pi. A declaration named `tau` shadows it."),
+    "e": ("const e: f32 = 2.7182817", "The f32 nearest to Euler's number. A declaration named `e` shadows it."),
+    "inf": ("const inf: f32 = +inf", "Positive infinity (`-inf` for negative). A declaration named `inf` shadows it."),
 }
 
 # names that are always in scope besides the declarations

@@ -18,7 +18,7 @@ from envc.check.symbols import KEYWORDS
 from envc.diagnostics import Diagnostics, Span
 from envc.ir import SpecIR
 from envc.load import YScalar, load_yaml
-from envc.lsp.builtins import BUILTINS, SPECIAL
+from envc.lsp.builtins import BUILTINS, CONSTANTS, SPECIAL
 from envc.lsp.index import CodeSite, Decl, Index, build_index
 from envc.lsp.scope import Chain, chain_before, locals_at, snippet_position, word_at
 from envc.parse import Snippet
@@ -133,7 +133,14 @@ def _globals(o: Outline, site: CodeSite | None) -> dict[str, Decl]:
     if site is not None and site.obs:
         g.update(o.index.obs)
     if site is not None and site.action:
-        g["action"] = Decl("action", "state", None, "action: f32 array (read-only)", "The continuous action.")
+        if any(s.where == "continuous action effect" for s in o.index.sites):
+            g["action"] = Decl(
+                "action", "state", None, "action: f32 array (read-only)", "The continuous action (zeros: none)."
+            )
+        else:
+            g["action"] = Decl(
+                "action", "state", None, "action: i32 (read-only)", "The id of the action just taken (-1: none)."
+            )
     return g
 
 
@@ -145,6 +152,9 @@ def _lookup(o: Outline, cur: _Cursor, name: str) -> Decl | None:
     if name in SPECIAL:
         sig, doc = SPECIAL[name]
         return Decl(name, "state" if name != "num_players" else "const", None, sig, doc)
+    if name in CONSTANTS:
+        sig, doc = CONSTANTS[name]
+        return Decl(name, "const", None, sig, doc)
     if name in BUILTINS:
         b = BUILTINS[name]
         return Decl(name, "builtin", None, b.signature, b.doc)
@@ -475,6 +485,8 @@ def complete(o: Outline, line: int, col: int) -> list[Item]:
         out.setdefault(d.name, _item(d))
     for name, (sig, doc) in SPECIAL.items():
         out.setdefault(name, Item(name, "field" if name != "num_players" else "constant", sig, doc))
+    for name, (sig, doc) in CONSTANTS.items():
+        out.setdefault(name, Item(name, "constant", sig, doc))
     for name, b in BUILTINS.items():
         if pure and not b.pure:
             continue

@@ -3,6 +3,7 @@
 //! * [`rng`]: threefry2x32 with `split`/`fold_in`/`bits` and envc's samplers, bit for bit equal to `jax.random`
 //!   and to the reference interpreter (`envc.rng`);
 //! * [`ops`]: the language's value semantics (wrapping integers, floor division, index fallbacks, f32 math);
+//! * [`mathx`]: the arithmetic of language 1.1 (`**` with a static exponent, shifts for every count, `sign`, `fmod`);
 //! * [`mod@env`]: the [`env::Env`] trait a generated crate implements and the step protocol around it;
 //! * [`batch`]: a batch driver writing observations, rewards and masks in place, on a [`gang`] of rayon threads
 //!   kept awake between calls;
@@ -12,6 +13,7 @@
 pub mod batch;
 pub mod env;
 pub mod gang;
+pub mod mathx;
 pub mod ops;
 #[cfg(feature = "python")]
 pub mod py;
