@@ -168,6 +168,30 @@ class For:
 
 
 @dataclass(frozen=True)
+class While:
+    """`while cond max bound:` (`bound` is None when `max N` is missing, which the checker reports)."""
+
+    cond: Expr
+    bound: Expr | None
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Break:
+    """`break`: leave the innermost loop."""
+
+    span: Span
+
+
+@dataclass(frozen=True)
+class Continue:
+    """`continue`: go on with the next iteration of the innermost loop."""
+
+    span: Span
+
+
+@dataclass(frozen=True)
 class Case:
     """`case a | b:`; the name `_` matches everything else."""
 
@@ -185,4 +209,4 @@ class Match:
     span: Span
 
 
-Stmt = Union[Let, Assign, ExprStmt, Return, Pass, If, For, Match]
+Stmt = Union[Let, Assign, ExprStmt, Return, Pass, If, For, Match, While, Break, Continue]
