@@ -138,6 +138,11 @@ def bench(
             rust_bench = importlib.import_module("envc.lower_rust.bench")
         except ImportError as e:
             raise ValueError(f"the rust backend is not available: {e}") from None
-        rows: list[BenchRow] = rust_bench.run(spec, batches, steps, repeats, threads, progress)
+        from envc.lower_rust.build import RustBuildError
+
+        try:
+            rows: list[BenchRow] = rust_bench.run(spec, batches, steps, repeats, threads, progress)
+        except RustBuildError as e:  # as `envc.build` reports it: one error, cargo's output verbatim
+            raise ValueError(str(e)) from None
         return rows
     raise ValueError(f"backend '{backend}' cannot be benchmarked (have: jax, rust)")

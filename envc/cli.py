@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 import envc
 from envc.diagnostics import Severity
@@ -20,8 +21,9 @@ err = Console(stderr=True, soft_wrap=True)  # soft_wrap: one message is one line
 
 
 def _error(message: object) -> None:
-    """Print `error: message` to stderr (the message is text, not markup: a path may hold `[/red]`)."""
-    err.print(f"[red]error:[/red] {escape(str(message))}")
+    """Print `error: message` to stderr, the message verbatim: neither markup nor emoji codes (a path may hold
+    `[/red]`, cargo's output `[u32; 2]` or `:ops:`)."""
+    err.print(Text.assemble(("error:", "red"), " ", str(message)))
 
 
 class Format(str, Enum):
@@ -169,7 +171,9 @@ def verify(
             table.add_column(col)
         for c in checks:
             if c.level == lv:
-                result = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]\n" + "\n".join(c.failures)
+                # failures are text, not markup: they name elements such as `board[2]`
+                failed = Text.assemble(("FAIL", "red"), "\n", "\n".join(c.failures))
+                result = Text("pass", "green") if c.passed else failed
                 table.add_row(c.name, str(c.cases), result)
         Console().print(table)
     raise typer.Exit(0 if all(c.passed for c in checks) else 1)

@@ -1,10 +1,11 @@
 """The reference interpreter: the oracle every backend must match bit for bit.
 
 IR nodes are compiled once into Python closures; values are Python ints/floats wrapped or rounded to their
-dtype after every operation (ints wrap two's complement, f32 is rounded after each op). Spec bugs (division by
-zero, index out of range, full/empty zones) raise SpecRuntimeError at the rule's location when `strict`;
-otherwise the documented fallbacks apply (reads clamp, writes drop, x // 0 == x % 0 == 0, full push and empty
-pop do nothing and yield 0).
+dtype after every operation (ints wrap two's complement, f32 is rounded after each op, and literals, params,
+inits and constants are brought to their type up front). Spec bugs (division by zero, index out of range,
+full/empty zones) raise SpecRuntimeError at the rule's location when `strict`; otherwise the documented
+fallbacks apply (reads clamp, writes drop, x // 0 == x % 0 == 0, full push and empty pop do nothing and yield 0).
+The edge values of casts, f32 `//` and `%` and reductions are defined in docs/spec-language.md (6.4, 6.6, 11).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from envc import ir, rng
+from envc import ir, mathops, rng
 from envc.diagnostics import Span, SpecRuntimeError
 from envc.ir import DType, Ty
 
@@ -57,6 +58,14 @@ def wrapper(dtype: DType) -> Callable[[Any], Any]:
         return lambda v: v & mask
     half = 1 << (bits - 1)
     return lambda v: ((v + half) & mask) - half
+
+
+FLT_MIN = 2.0**-126  # the smallest normal f32
+
+
+def ftz(x: float) -> float:
+    """`x`, or a zero of its sign when `x` is subnormal (how f32 `//` and `%` see operands and results)."""
+    return math.copysign(0.0, x) if 0 < abs(x) < FLT_MIN else x
 
 
 def float_to_int(x: float, dtype: DType) -> int:
@@ -129,9 +138,9 @@ class Compiler:
             self.shapes[("const", c.name)] = c.ty.shape
         for o in spec.obs_fields:
             self.shapes[("obs", o.name)] = o.ty.shape
-        if spec.box is not None:
-            self.shapes[("action", "action")] = spec.box.shape
-        self.consts = {c.name: list(c.values) for c in spec.consts}
+        # the continuous action's values, or the discrete action id (a scalar) that the outputs read
+        self.shapes[("action", "action")] = spec.box.shape if spec.box is not None else ()
+        self.consts = {c.name: [_typed(c.ty, v) for v in c.values] for c in spec.consts}
         self.callables: dict[str, ir.CallableInfo] = {c.name: c for c in spec.callables}
         self.compiled_fns: dict[str, Callable[[Frame, list[Any]], Any]] = {}
         self.chance: list[ChanceEvent] | None = None
@@ -155,6 +164,8 @@ class Compiler:
             return lambda fr: fr.obs[name]
         if space == "action":
             return lambda fr: fr.act
+        if space == "local":  # an array local (a flat list)
+            return lambda fr: fr.loc[name]
         data = self.consts[name]
         return lambda fr: data
 
@@ -204,7 +215,7 @@ class Compiler:
         return getattr(self, "x_" + e.kind)(e)  # type: ignore[no-any-return]
 
     def x_lit(self, e: ir.Lit) -> Fn:
-        v = e.value
+        v = e.value if e.ty.dtype is DType.BOOL else wrapper(e.ty.dtype)(e.value)  # f32 literals round to f32
         return lambda fr: v
 
     def x_param(self, e: ir.Param) -> Fn:
@@ -216,6 +227,8 @@ class Compiler:
         return lambda fr: fr.loc[n]
 
     def x_read(self, e: ir.Read) -> Fn:
+        if e.space == "local":
+            self.shapes[("local", e.name)] = e.dims
         get = self._getter(e.space, e.name)
         off, rest = self._offset(e.space, e.name, e.index, e.span)
         if e.ty.shape:
@@ -232,6 +245,8 @@ class Compiler:
         return lambda fr: w(-x(fr))
 
     def x_binary(self, e: ir.Binary) -> Fn:
+        if e.ty.shape:
+            return self.elementwise(e)
         a, b = self.expr(e.a), self.expr(e.b)
         op = e.op
         if op == "and":
@@ -297,6 +312,31 @@ class Compiler:
         iop: Callable[[Any, Any], Any] = {"&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
         return lambda fr: w(iop(a(fr), b(fr)))
 
+    def elementwise(self, e: ir.Binary) -> Fn:
+        """An array-valued + - * / // %: the scalar operation on each element (a scalar operand broadcasts)."""
+        a, b = self.expr(e.a), self.expr(e.b)
+        ea = ir.Local(name="__ea__", ty=e.a.ty.scalar(), span=e.a.span)
+        eb = ir.Local(name="__eb__", ty=e.b.ty.scalar(), span=e.b.span)
+        one = self.x_binary(e.model_copy(update={"a": ea, "b": eb, "ty": e.ty.scalar()}))
+        n = math.prod(e.ty.shape)
+        arr_a, arr_b = bool(e.a.ty.shape), bool(e.b.ty.shape)
+
+        def run(fr: Frame) -> list[Any]:
+            av, bv = a(fr), b(fr)
+            saved = fr.loc
+            fr.loc = {}
+            try:
+                out = []
+                for i in range(n):
+                    fr.loc["__ea__"] = av[i] if arr_a else av
+                    fr.loc["__eb__"] = bv[i] if arr_b else bv
+                    out.append(one(fr))
+            finally:
+                fr.loc = saved
+            return out
+
+        return run
+
     def x_cast(self, e: ir.Cast) -> Fn:
         x = self.expr(e.x)
         src, dst = e.x.ty.dtype, e.ty.dtype
@@ -328,6 +368,12 @@ class Compiler:
     def x_math(self, e: ir.Math) -> Fn:
         args = [self.expr(a) for a in e.args]
         fn = e.fn
+        if fn in mathops.FNS:  # `**`, shifts, `~` and the builtins of language 1.1
+            d, fail, span = e.ty.dtype, self.fail, e.span
+            bits = d.bits if d.is_int else None
+            return mathops.reference_math(
+                fn, args, bits, bits is not None and d.signed, lambda n: fail(span, f"negative shift count {n}")
+            )
         w = wrapper(e.ty.dtype)
         if fn == "abs":
             a0 = args[0]
@@ -336,12 +382,12 @@ class Compiler:
             a0, a1 = args
             m = min if fn == "min" else max
             if e.ty.dtype is DType.F32:
-                return lambda fr: _fminmax(m, a0(fr), a1(fr))
+                return lambda fr: _fminmax(fn == "min", a0(fr), a1(fr))
             return lambda fr: m(a0(fr), a1(fr))
         if fn == "clip":
             a0, a1, a2 = args
             if e.ty.dtype is DType.F32:
-                return lambda fr: _fminmax(min, _fminmax(max, a0(fr), a1(fr)), a2(fr))
+                return lambda fr: _fminmax(True, _fminmax(False, a0(fr), a1(fr)), a2(fr))
             return lambda fr: min(max(a0(fr), a1(fr)), a2(fr))
         if fn == "atan2":
             a0, a1 = args
@@ -351,9 +397,9 @@ class Compiler:
         return lambda fr: f32(f(a0(fr)))
 
     def _reducer(
-        self, op: str, ty: Ty, elt_ty: Ty, span: Span, site: int
+        self, op: str, ty: Ty, elt_ty: Ty, span: Span, site: int, start: int = 0
     ) -> Callable[[Frame, list[Any], list[Any]], Any]:
-        """Reduce a list of values (with their positions) to one result."""
+        """Reduce a list of values (with their positions; `start`: the first candidate) to one result."""
         w = wrapper(ty.dtype)
         fail = self.fail
         record = self.record
@@ -374,31 +420,32 @@ class Compiler:
             return lambda fr, vals, pos: all(vals)
         if op == "count":
             return lambda fr, vals, pos: sum(1 for v in vals if v)
-        if op in ("min", "max"):
-            if elt_ty.dtype is DType.F32:
-                empty = math.inf if op == "min" else -math.inf
+        if op in ("min", "max", "argmin", "argmax"):
+            f = elt_ty.dtype is DType.F32
+            if f:
+                empty: Any = math.inf if op == "min" else -math.inf
             else:
                 empty = elt_ty.dtype.int_range[1 if op == "min" else 0] if elt_ty.enum is None else 0
-            m = min if op == "min" else max
-            return lambda fr, vals, pos: m(vals) if vals else empty
-        if op in ("argmax", "argmin"):
-            better: Callable[[Any, Any], bool] = (lambda x, y: x > y) if op == "argmax" else (lambda x, y: x < y)
+            lt = _flt if f else (lambda x, y: x < y)
+            better: Callable[[Any, Any], bool] = lt if op in ("min", "argmin") else (lambda x, y: lt(y, x))
 
-            def arg(fr: Frame, vals: list[Any], pos: list[Any]) -> int:
-                best = -1
-                bv: Any = None
+            def best_of(vals: list[Any], pos: list[Any]) -> tuple[Any, Any]:
+                """(position, value) of the first NaN, else of the first best value; (-1, empty) for none."""
+                bp, bv, have = -1, empty, False
                 for v, p in zip(vals, pos):
-                    if best < 0 or better(v, bv):
-                        best, bv = p, v
-                return best
+                    if not have or (bv == bv and (v != v or better(v, bv))):
+                        bp, bv, have = p, v, True
+                return bp, bv
 
-            return arg
+            if op in ("min", "max"):
+                return lambda fr, vals, pos: best_of(vals, pos)[1]
+            return lambda fr, vals, pos: best_of(vals, pos)[0]
 
         def choice(fr: Frame, vals: list[Any], pos: list[Any]) -> int:
             mask = [bool(v) for v in vals]
             if not any(mask):
                 fail(span, "choice(...) from an empty mask")
-                return pos[0] if pos else 0
+                return start
             i = rng.choice_mask(rng.fold_in(fr.key, site), mask)
             return int(record("choice", pos[i], span))
 
@@ -407,7 +454,7 @@ class Compiler:
     def x_reduce(self, e: ir.Reduce) -> Fn:
         elt = self.expr(e.elt)
         cond = self.expr(e.cond) if e.cond is not None else None
-        red = self._reducer(e.op, e.ty, e.elt.ty, e.span, e.site)
+        red = self._reducer(e.op, e.ty, e.elt.ty, e.span, e.site, e.start)
         var, lo, hi = e.var, e.start, e.stop
         choice = e.op == "choice"
 
@@ -505,6 +552,19 @@ class Compiler:
 
     def store(self, t: ir.Target) -> Callable[[Frame, Any], None]:
         """A closure that writes a value (scalar, or array for array targets) to target `t`."""
+        if t.space == "local" and t.index:  # `y[i] = v` on an array local: a new list (no aliasing)
+            self.shapes[("local", t.name)] = t.dims
+            off_l, rest_l = self._offset("local", t.name, t.index, t.span, write=True)
+            nl = t.name
+
+            def set_elem(fr: Frame, v: Any) -> None:
+                o = off_l(fr)
+                if o >= 0:
+                    new = list(fr.loc[nl])
+                    new[o : o + rest_l] = v if isinstance(v, list) else [v] * rest_l
+                    fr.loc[nl] = new
+
+            return set_elem
         if t.space == "local":
             n = t.name
 
@@ -682,6 +742,25 @@ class Compiler:
     def s_return(self, s: ir.ReturnS) -> Op:
         raise AssertionError("return is compiled by the function compiler")
 
+    def s_check(self, s: ir.CheckS) -> Op:
+        """A spec bug only the reference reports (a `while` loop's cap); the fallback does nothing."""
+        if not self.strict:
+            return lambda fr: None
+        cond, fail, span, message = self.expr(s.cond), self.fail, s.span, s.message
+        lid, at = s.loop_id, s.iteration
+
+        def check(fr: Frame) -> None:
+            outer = fr.key
+            if lid is not None:
+                fr.key = rng.fold_in(rng.fold_in(outer, lid), at)
+            try:
+                if cond(fr):
+                    fail(span, message)
+            finally:
+                fr.key = outer
+
+        return check
+
     def compile_callables(self) -> None:
         for c in self.spec.callables:
             names = [n for n, _ in c.params]
@@ -717,8 +796,8 @@ _MATH: dict[str, Callable[[float], float]] = {
     "exp": lambda x: math.exp(x) if x < 710 else math.inf,
     "log": lambda x: math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan),
     "tanh": math.tanh,
-    "floor": lambda x: float(math.floor(x)) if math.isfinite(x) else x,
-    "ceil": lambda x: float(math.ceil(x)) if math.isfinite(x) else x,
+    "floor": lambda x: math.copysign(float(math.floor(x)), x) if math.isfinite(x) else x,  # IEEE: floor(-0.0) == -0.0
+    "ceil": lambda x: math.copysign(float(math.ceil(x)), x) if math.isfinite(x) else x,  # ceil(-0.5) == -0.0
 }
 
 
@@ -731,20 +810,34 @@ def _fdiv(x: float, y: float) -> float:
 
 
 def _ffloordiv(x: float, y: float) -> float:
-    q = _fdiv(x, y)
-    return float(math.floor(q)) if math.isfinite(q) else q
+    """f32 `x // y`: the IEEE floor of the rounded quotient; subnormal operands and quotient count as zeros."""
+    return _MATH["floor"](ftz(_fdiv(ftz(x), ftz(y))))
 
 
 def _fmod(x: float, y: float) -> float:
-    if y == 0 or not math.isfinite(x):
+    """f32 `x % y`: Python's float modulo (fmod, then the divisor's sign) on f32 values, rounded once; subnormal
+    operands and results count as zeros; NaN for a zero divisor, an infinite `x` or a NaN."""
+    x, y = ftz(x), ftz(y)
+    if y == 0 or not math.isfinite(x) or math.isnan(y):
         return math.nan
-    return f32(x % y)
+    r = ftz(math.fmod(x, y))  # exact
+    if r == 0:
+        return math.copysign(0.0, y)
+    if (r < 0) != (y < 0):
+        return ftz(f32(r + y))
+    return r
 
 
-def _fminmax(m: Callable[..., float], x: float, y: float) -> float:
+def _flt(x: float, y: float) -> bool:
+    """`x < y` with -0.0 before +0.0 (the order of f32 `min`/`max`, IEEE 754-2019 minimum/maximum)."""
+    return x < y or (x == y and math.copysign(1.0, x) < math.copysign(1.0, y))
+
+
+def _fminmax(smaller: bool, x: float, y: float) -> float:
+    """Two-argument f32 `min` (`smaller`) or `max`: NaN if either is NaN, and -0.0 < +0.0."""
     if math.isnan(x) or math.isnan(y):
         return math.nan
-    return m(x, y)
+    return (x if _flt(x, y) else y) if smaller else (y if _flt(x, y) else x)
 
 
 @dataclass(frozen=True)
@@ -768,7 +861,7 @@ class ReferenceEnv:
 
     def __init__(self, spec: ir.SpecIR, params: Mapping[str, Any] | None = None, strict: bool = True):
         self.spec = spec
-        self.params = {p.name: p.default for p in spec.params if not p.static}
+        self.params = {p.name: _typed(p.ty, p.default) for p in spec.params if not p.static}
         unknown = set(params or {}) - set(self.params)
         if unknown:
             raise KeyError(f"unknown runtime params {sorted(unknown)}; runtime params are {sorted(self.params)}")
@@ -802,6 +895,8 @@ class ReferenceEnv:
                 self._decode.append((kind, list(reversed(vals))))
         self._field_info = {f.name: f for f in spec.fields}
         self._zero_key = (0, 0)
+        # what the outputs read as `action` when no action was applied (section 14): zeros, or the id -1
+        self._no_action: list[Any] = [0.0] * math.prod(spec.box.shape) if spec.box is not None else [-1]
 
     @property
     def chance_log(self) -> list[ChanceEvent] | None:
@@ -817,12 +912,12 @@ class ReferenceEnv:
         return Frame(data, key, self.params)
 
     def observe(self, state: State, player: int) -> Any:
-        """The observation of `player` in `state`."""
+        """The observation of `player` in `state` alone: it reads no action (`action` is zeros, or -1)."""
         return self._observe(state.data, player)
 
-    def _observe(self, data: dict[str, list[Any]], player: int) -> Any:
+    def _observe(self, data: dict[str, list[Any]], player: int, act: list[Any] | None = None) -> Any:
         obs = {o.name: [_zero_of(o.ty)] * math.prod(o.ty.shape) for o in self.spec.obs_fields}
-        fr = Frame(data, self._zero_key, self.params, obs)
+        fr = Frame(data, self._zero_key, self.params, obs, self._no_action if act is None else act)
         fr.loc["p"] = player
         self._obs(fr)
         arrays: dict[str, np.ndarray] = {
@@ -841,12 +936,15 @@ class ReferenceEnv:
             out[a_id] = bool(self._legal[k](fr))
         return out
 
-    def _finish(self, data: dict[str, list[Any]], rewards: np.ndarray, term: bool, trunc: bool) -> State:
+    def _finish(
+        self, data: dict[str, list[Any]], rewards: np.ndarray, term: bool, trunc: bool, act: list[Any] | None = None
+    ) -> State:
+        """The state with its outputs; the observation reads `act`, the action applied (None: none)."""
         mask = np.ones(self.num_actions, dtype=np.bool_) if (term or trunc) else self._mask(data)
         cp = data["current_player"][0]
         return State(
             current_player=cp,
-            observation=self._observe(data, cp),
+            observation=self._observe(data, cp, act),
             rewards=rewards,
             terminated=term,
             truncated=trunc,
@@ -858,7 +956,7 @@ class ReferenceEnv:
     # ---- API ---------------------------------------------------------------
     def init(self, key: Any) -> State:
         """A fresh episode: field inits, then the reset body keyed by `key`."""
-        data = {f.name: list(f.init) for f in self.spec.fields}
+        data = {f.name: [_typed(f.ty, v) for v in f.init] for f in self.spec.fields}
         self._reset(self._frame(data, rng.as_key(key)))
         return self._finish(data, np.zeros(self.num_players, np.float32), False, False)
 
@@ -884,6 +982,7 @@ class ReferenceEnv:
             kind, vals = self._decode[a]
             for n, v, _ in vals:
                 fr.loc[n] = v
+            fr.act = [a]  # the id that reward, terminated, truncated and the observation read
             self._effects[kind](fr)
         for when, body in self._rules:
             fr.loc = {}
@@ -894,7 +993,7 @@ class ReferenceEnv:
         for p in range(self.num_players):
             fr.loc["p"] = p
             rewards[p] = self._reward(fr)
-        return self._finish(data, rewards, bool(self._term(fr)), bool(self._trunc(fr)))
+        return self._finish(data, rewards, bool(self._term(fr)), bool(self._trunc(fr)), fr.act)
 
     def invariants(self, state: State) -> list[str]:
         """Names of the declared invariants that `state` violates."""
@@ -933,6 +1032,11 @@ class ReferenceEnv:
             data[f.name] = [w(conv(v)) for v in arr.reshape(-1).tolist()]
         rewards = np.asarray(d.get("rewards", np.zeros(self.num_players)), np.float32)
         return self._finish(data, rewards, bool(d.get("terminated", False)), bool(d.get("truncated", False)))
+
+
+def _typed(ty: Ty, v: Any) -> Any:
+    """A declared value (param default, init, constant) in its type: f32 rounded, ints wrapped."""
+    return v if ty.dtype is DType.BOOL else wrapper(ty.dtype)(v)
 
 
 def _zero_of(ty: Ty) -> Any:

@@ -103,12 +103,14 @@ class Local(_Expr):
 
 
 class Read(_Expr):
-    """Read of storage (`space` state, const or obs) with leading indices; the rest of the shape remains."""
+    """Read of storage (`space` state, const or obs, or an array `local`) with leading indices; the rest of the
+    shape remains."""
 
     kind: Literal["read"] = "read"
-    space: Literal["state", "const", "obs", "action"]
+    space: Literal["state", "const", "obs", "action", "local"]
     name: str
     index: tuple[Expr, ...] = ()
+    dims: tuple[int, ...] = ()  # space local: the array local's whole shape
 
 
 class Unary(_Expr):
@@ -226,6 +228,7 @@ class Target(_Node):
     name: str
     index: tuple[Expr, ...] = ()
     ty: Ty
+    dims: tuple[int, ...] = ()  # an element of an array local: the local's whole shape
     span: Span
 
 
@@ -307,7 +310,20 @@ class ReturnS(_Stmt):
     value: Expr
 
 
-Stmt = Annotated[Union[LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS], Field(discriminator="kind")]
+class CheckS(_Stmt):
+    """A spec bug only the reference reports (section 18): when strict, it raises `message` at `span` where `cond`
+    holds; otherwise, and on the compiled backends (which emit nothing for it), nothing happens. A `while` loop's
+    cap (`while c max N:` with `c` still true after N iterations) is one. With `loop_id` set, `cond` is evaluated
+    with the key of iteration `iteration` of that loop (a condition that draws, evaluated once more)."""
+
+    kind: Literal["check"] = "check"
+    cond: Expr
+    message: str
+    loop_id: int | None = None
+    iteration: int = 0
+
+
+Stmt = Annotated[Union[LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS, CheckS], Field(discriminator="kind")]
 
 
 class EnumInfo(_Node):
@@ -487,6 +503,7 @@ _MODELS: tuple[type[BaseModel], ...] = (
     ZoneOp,
     CallProc,
     ReturnS,
+    CheckS,
     ActionKind,
     BoxAction,
     RuleInfo,

@@ -675,10 +675,10 @@ class BodyChecker:
             raise loops.not_static(self, e, x, use)  # the static-bound-plus-`if` pattern to use instead
         raise self.err(e.span, "E051", "bound must be static: a literal, a static param or constant, or num_players")
 
-    def range_of(self, it: ast.Expr, var: str = "i", generator: bool = False) -> tuple[int, int]:
+    def range_of(self, it: ast.Expr, var: str = "i", gen: ast.GenCall | None = None) -> tuple[int, int]:
         if not (isinstance(it, ast.Call) and it.func == "range" and 1 <= len(it.args) <= 2):
             raise self.err(it.span, "E020", "loops go over range(stop) or range(start, stop)")
-        use = loops.Bound("generator" if generator else "for", var, it.args)
+        use = loops.Bound("generator" if gen else "for", var, it.args, gen)
         if len(it.args) == 1:
             return 0, self.static_int(it.args[0], use)
         return self.static_int(it.args[0], use), self.static_int(it.args[1], use)
@@ -688,7 +688,7 @@ class BodyChecker:
             raise mathops.prefix_error(self, e.func, e.func_span, True)
         if e.func not in REDUCTIONS:
             raise self.err(e.func_span, "E030", f"'{e.func}' cannot take a generator; use one of {sorted(REDUCTIONS)}")
-        start, stop = self.range_of(e.iter, e.var, True)
+        start, stop = self.range_of(e.iter, e.var, e)
         self.scopes.append({})
         self.in_generator += 1
         try:

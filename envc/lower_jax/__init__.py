@@ -80,11 +80,13 @@ def _expr_fn(
     doc: str,
     locals_: dict[str, str] | None = None,
     ranges: dict[str, tuple[int, int]] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> Function:
     em = Emitter(spec, py=py)
     sc = _state_scope(py, spec, "key")
     for k, v in (locals_ or {}).items():
         sc.vars[f"local:{k}"] = v
+    sc.vars.update(extra or {})
     sc.ranges.update(ranges or {})
     em.line(f"return {em.expr(x, sc)}")
     return Function(name, args, em.lines, doc)
@@ -111,10 +113,28 @@ def _callable_fn(py: PyNames, spec: ir.SpecIR, c: ir.CallableInfo) -> Function:
     return Function(py.glob("call", c.name), head + "".join(args), em.lines, f"{what} `{c.name}` of the spec.")
 
 
+def reads_action(node: object) -> bool:
+    """Does this code read `action` (the action of the transition: docs/spec-language.md section 14)? Functions
+    and procedures cannot, so calls are not followed."""
+    if isinstance(node, tuple):
+        return any(reads_action(x) for x in node)
+    if isinstance(node, ir.Read) and node.space == "action":
+        return True
+    if not isinstance(node, (ir._Expr, ir._Stmt, ir.ZoneRef, ir.Target)):
+        return False
+    return any(reads_action(getattr(node, k)) for k in type(node).model_fields if k not in ("ty", "span"))
+
+
+def _action_arg(node: object) -> str:
+    """The `action` parameter of an output function (reward, ends, observation) that reads it, else nothing."""
+    return ", action: jax.Array" if reads_action(node) else ""
+
+
 def _observe_fn(py: PyNames, spec: ir.SpecIR) -> Function:
     em = Emitter(spec, py=py)
     sc = _state_scope(py, spec, "key")
     sc.vars["local:p"] = "p"  # no static range: observe runs for the current player, whatever the state holds
+    sc.vars["action"] = "action"
     for o in spec.obs_fields:
         sc.vars[f"obs:{o.name}"] = em.bind(o.name, f"jnp.zeros({o.ty.shape}, {JNP[o.ty.dtype]})")
     em.block(spec.observation, sc)
@@ -124,7 +144,10 @@ def _observe_fn(py: PyNames, spec: ir.SpecIR) -> Function:
         items = ", ".join(f'{o.name!r}: {sc.vars[f"obs:{o.name}"]}' for o in spec.obs_fields)
         em.line(f"return {{{items}}}")
     return Function(
-        "observe", "state: State, params: EnvParams, p: jax.Array", em.lines, "The observation of player `p`."
+        "observe",
+        f"state: State, params: EnvParams, p: jax.Array{_action_arg(spec.observation)}",
+        em.lines,
+        "The observation of player `p`.",
     )
 
 
@@ -221,21 +244,34 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
             py,
             spec,
             "reward",
-            "state: State, params: EnvParams, p: jax.Array",
+            f"state: State, params: EnvParams, p: jax.Array{_action_arg(spec.reward)}",
             spec.reward,
             "Reward of player `p` for the last transition.",
             {"p": "p"},
             {"p": (0, spec.players)},
+            extra={"action": "action"},
         )
     )
     functions.append(
         _expr_fn(
-            py, spec, "is_terminated", "state: State, params: EnvParams", spec.terminated, "Has the episode ended?"
+            py,
+            spec,
+            "is_terminated",
+            f"state: State, params: EnvParams{_action_arg(spec.terminated)}",
+            spec.terminated,
+            "Has the episode ended?",
+            extra={"action": "action"},
         )
     )
     functions.append(
         _expr_fn(
-            py, spec, "is_truncated", "state: State, params: EnvParams", spec.truncated, "Has the episode been cut off?"
+            py,
+            spec,
+            "is_truncated",
+            f"state: State, params: EnvParams{_action_arg(spec.truncated)}",
+            spec.truncated,
+            "Has the episode been cut off?",
+            extra={"action": "action"},
         )
     )
     functions.append(_observe_fn(py, spec))
@@ -284,6 +320,14 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         "init_values": {f.name: _init_value(f) for f in spec.fields},
         "obs_spaces": [(o.name, _box(o)) for o in spec.obs_fields],
         "math": math,
+        # which output functions take the action of the transition (section 14), and what none reads as
+        "reads_action": {
+            "reward": reads_action(spec.reward),
+            "is_terminated": reads_action(spec.terminated),
+            "is_truncated": reads_action(spec.truncated),
+            "observe": reads_action(spec.observation),
+        },
+        "no_action": f"np.zeros({spec.box.shape}, np.float32)" if spec.box is not None else "np.int32(-1)",
     }
     files = {
         f"{package}/__init__.py": env.get_template("__init__.py.j2").render(ctx),

@@ -49,6 +49,28 @@ class Function:
     public: bool = False
     simd: bool = False  # two out-of-line builds, the AVX2 one picked at run time (`rt::simd_dispatch!`)
 
+    def arg_names(self) -> list[str]:
+        """The names of its arguments, without the `_` of an unused one (split at top-level commas)."""
+        names, depth, start = [], 0, 0
+        for i, ch in enumerate(self.args + ","):
+            if ch in "<[(":
+                depth += 1
+            elif ch in ">])":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                part = self.args[start:i].strip()
+                if part:
+                    names.append(part.split(":", 1)[0].strip().removeprefix("mut ").lstrip("_"))
+                start = i + 1
+        return names
+
+    def call(self, exprs: dict[str, str] | None = None) -> str:
+        """A call passing each argument the variable of its name, or its expression in `exprs`: how the `rt::Env`
+        methods, whose parameters carry those names, call it. The lowering decides which arguments a function
+        takes (a key only when it draws, the action only when it reads it, ...), so no call site assumes one."""
+        args = [(exprs or {}).get(n, n) for n in self.arg_names()]
+        return f"{self.name}({', '.join(args)})"
+
 
 class Lowering:
     """Everything the templates need, computed once from the IR."""
@@ -75,17 +97,28 @@ class Lowering:
             args.append("key: Key")
         return args
 
+    def action_arg(self, body: object) -> list[str]:
+        """The `action` argument of an output function (reward, ends, observation) over `body`, if it reads it:
+        the continuous action's values, or the discrete action id."""
+        if not self.an.uses(body, "action"):
+            return []
+        return ["action: &[f32]" if self.spec.box is not None else "action: i32"]
+
     def local(self, name: str) -> str:
         return self.names.local(name)
 
     def ty(self, t: ir.Ty) -> str:
         return RUST[t.dtype]
 
+    def value_ty(self, t: ir.Ty) -> str:
+        """A function parameter's or result's Rust type: an array of static shape is a `[T; N]` by value."""
+        return f"[{RUST[t.dtype]}; {math.prod(t.shape)}]" if t.shape else RUST[t.dtype]
+
     # ---- functions ---------------------------------------------------------
     def callables(self) -> None:
         for c in self.spec.callables:
             em = self.emitter()
-            params = [self.arg(n, self.ty(t), c.body) for n, t in c.params]
+            params = [self.arg(n, self.value_ty(t), c.body) for n, t in c.params]
             doc = [
                 *doc_lines(f"{'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec."),
                 "#[allow(dead_code, unused_assignments)]",  # as written in the spec: maybe unused, or a let overwritten
@@ -97,7 +130,7 @@ class Lowering:
                 em.line(conv(em.expr(last.value, Ctx()), last.value.ty, c.returns, self.enums))
                 args = self.sig(c.body, False, False) + params
                 self.functions.append(
-                    Function(self.names.fn(c.name), ", ".join(args), self.ty(c.returns), em.lines, doc)
+                    Function(self.names.fn(c.name), ", ".join(args), self.value_ty(c.returns), em.lines, doc)
                 )
             else:
                 key = self.an.draws(c.body)
@@ -178,7 +211,11 @@ class Lowering:
         if spec.box is not None:
             self.functions.append(
                 self.writer(
-                    "effect_box", spec.box.effect, "Effect of the continuous action.", ["action: &[f32]"], action=True
+                    "effect_box",
+                    spec.box.effect,
+                    "Effect of the continuous action.",
+                    [f"{'' if self.an.uses(spec.box.effect, 'action') else '_'}action: &[f32]"],
+                    action=True,
                 )
             )
         self.functions.append(self.dispatch())
@@ -302,6 +339,7 @@ class Lowering:
         em.block(self.spec.observation, Ctx(None, {}, obs=True))
         args = self.sig(self.spec.observation, False, False) + [
             self.arg("p", "i32", self.spec.observation),
+            *self.action_arg(self.spec.observation),
             "obs: &mut Obs",
         ]
         return Function(
@@ -334,12 +372,24 @@ class Lowering:
                 spec.reward,
                 ir.F32,
                 "Reward of player `p` for the last transition.",
-                [self.arg("p", "i32", spec.reward)],
+                [self.arg("p", "i32", spec.reward), *self.action_arg(spec.reward)],
                 {"p": (0, spec.players)},
             )
         )
-        self.functions.append(self.expr_fn("is_terminated", spec.terminated, ir.BOOL, "Has the episode ended?"))
-        self.functions.append(self.expr_fn("is_truncated", spec.truncated, ir.BOOL, "Has the episode been cut off?"))
+        self.functions.append(
+            self.expr_fn(
+                "is_terminated", spec.terminated, ir.BOOL, "Has the episode ended?", self.action_arg(spec.terminated)
+            )
+        )
+        self.functions.append(
+            self.expr_fn(
+                "is_truncated",
+                spec.truncated,
+                ir.BOOL,
+                "Has the episode been cut off?",
+                self.action_arg(spec.truncated),
+            )
+        )
         self.functions.append(self.observe())
         self.functions.append(self.invariants())
         self.functions += self.lane_functions()
@@ -572,6 +622,14 @@ class Lowering:
             "fields": fields,
             "obs": obs,
             "functions": functions,
+            "calls": {
+                f.name: f.call(
+                    {"action": "action.values(&NO_ACTION)" if spec.box is not None else "action.id()"}
+                    if f.name in ("reward", "is_terminated", "is_truncated", "observe")
+                    else {}
+                )
+                for f in functions
+            },
             "invariants": [rust_str(n) for n, _ in spec.invariants],
             "step_draws": "true" if step_draws else "false",
             "name_literal": rust_str(spec.name),

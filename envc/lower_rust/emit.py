@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from envc import ir
+from envc import ir, mathops
 from envc.ir import DType, Ty
+from envc.lower_rust import mathops as rust_mathops
 from envc.lower_rust.names import Names, comment_lines
 
 RUST = {
@@ -148,16 +149,18 @@ class Analysis:
             )
         if what == "params":
             return isinstance(node, ir.Param)
+        if what == "action":
+            return isinstance(node, ir.Read) and node.space == "action"
         return (isinstance(node, ir.Read) and node.space == "state") or isinstance(node, (ir.ZoneFind, ir.ZoneOp))
 
     def uses(self, node: object, what: str) -> bool:
-        """`what` is draws, params or state."""
+        """`what` is draws, params, state or action (reads the action just taken)."""
         if isinstance(node, tuple):
             return any(self.uses(x, what) for x in node)
         if self._direct(node, what):
             return True
         if isinstance(node, (ir.CallProc, ir.CallFn)):
-            if what != "draws":
+            if what in ("params", "state"):
                 return True  # every callee takes the state and the params
             name = node.proc if isinstance(node, ir.CallProc) else node.fn
             k = (name, what)
@@ -270,8 +273,8 @@ class Emitter:
             self.shapes[("const", c.name)] = c.ty.shape
         for o in spec.obs_fields:
             self.shapes[("obs", o.name)] = o.ty.shape
-        if spec.box is not None:
-            self.shapes[("action", "action")] = spec.box.shape
+        # the continuous action's values, or the discrete action id (a scalar) in the outputs
+        self.shapes[("action", "action")] = spec.box.shape if spec.box is not None else ()
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.enum_info = {e.name: e for e in spec.enums}
         self.callables = analysis.callables
@@ -426,18 +429,26 @@ class Emitter:
         return self.local(e.name)
 
     def x_read(self, e: ir.Read, ctx: Ctx) -> str:
+        if e.space == "local":  # an element or row of an array local `[T; N]`
+            base, off = self.local(e.name), self.read_offset(e.index, e.dims, ctx)
+            if e.ty.shape:
+                n = math.prod(e.ty.shape)
+                return f"ops::row::<{RUST[e.ty.dtype]}, {n}>(&{base}, {off})"
+            return f"{base}[{off}]"
         shape = self.shapes[(e.space, e.name)]
         base = self.storage(e.space, e.name)
-        if e.ty.shape:
-            raise NotImplementedError("array-valued reads are lowered by their consumer")
+        if e.ty.shape:  # a value `[T; N]` (an array local's initializer, an elementwise operand)
+            n = math.prod(e.ty.shape)
+            off = self.read_offset(e.index, shape, ctx)
+            return f"ops::row::<{RUST[e.ty.dtype]}, {n}>(&{base}, {off})"
         if not shape:
             return base
         return f"{base}[{self.read_offset(e.index, shape, ctx)}]"
 
     def slice_of(self, e: ir.Expr, ctx: Ctx) -> tuple[str, str, int]:
-        """An array-valued read as (storage, offset, length)."""
-        if not isinstance(e, ir.Read):
-            raise NotImplementedError(f"array-valued {e.kind} expressions are not supported")
+        """An array-valued read as (storage, offset, length); other array values as ((a `[T; N]`), 0, N)."""
+        if not isinstance(e, ir.Read) or e.space == "local":  # array locals and elementwise results
+            return f"({self.expr(e, ctx)})", "0", math.prod(e.ty.shape)
         shape = self.shapes[(e.space, e.name)]
         n = math.prod(shape[len(e.index) :])
         return self.storage(e.space, e.name), self.read_offset(e.index, shape, ctx), n
@@ -450,7 +461,31 @@ class Emitter:
             return f"-{paren(x)}"
         return f"{paren(x)}.wrapping_neg()"
 
+    def elementwise(self, e: ir.Binary, ctx: Ctx) -> str:
+        """An array-valued + - * / // % as a `[T; N]` built element by element (a scalar operand broadcasts)."""
+        a, b = self.fresh("ea"), self.fresh("eb")
+        k = self.fresh("k")
+        ea = f"{a}[{k}]" if e.a.ty.shape else a
+        eb = f"{b}[{k}]" if e.b.ty.shape else b
+        dt, op = e.ty.dtype, e.op
+        if dt is DType.F32:
+            one = {"//": f"ops::f32_floor_div({ea}, {eb})", "%": f"ops::f32_floor_mod({ea}, {eb})"}.get(
+                op, f"{ea} {op} {eb}"
+            )
+        else:
+            method = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul", "//": "floor_div"}.get(
+                op, "floor_mod"
+            )
+            one = f"{ea}.{method}({eb})"
+        n = math.prod(e.ty.shape)
+        return (
+            f"{{ let {a} = {self.expr(e.a, ctx)}; let {b} = {self.expr(e.b, ctx)}; "
+            f"std::array::from_fn::<{RUST[dt]}, {n}, _>(|{k}| {one}) }}"
+        )
+
     def x_binary(self, e: ir.Binary, ctx: Ctx) -> str:
+        if e.ty.shape:
+            return self.elementwise(e, ctx)
         a, b = self.expr(e.a, ctx), self.expr(e.b, ctx)
         op = e.op
         if op in ("and", "or"):
@@ -478,6 +513,8 @@ class Emitter:
         return f"if {self.expr(e.cond, ctx)} {{ {self.expr(e.a, ctx)} }} else {{ {self.expr(e.b, ctx)} }}"
 
     def x_math(self, e: ir.Math, ctx: Ctx) -> str:
+        if e.fn in mathops.FNS:  # `**`, shifts, `~` and the builtins of language 1.1
+            return rust_mathops.emit(self, e, ctx)
         args = [self.typed(a, e.ty if e.fn in ("abs", "min", "max", "clip") else a.ty, ctx) for a in e.args]
         f32 = e.ty.dtype is DType.F32
         if e.fn == "abs":
@@ -648,11 +685,24 @@ class Emitter:
 
     def s_let(self, s: ir.LetS, ctx: Ctx, mutable: bool = True) -> None:
         mut = "mut " if mutable else ""
+        if s.value.ty.shape:  # an array local: a `[T; N]` value (row-major, flat)
+            ty = f"[{RUST[s.value.ty.dtype]}; {math.prod(s.value.ty.shape)}]"
+            self.line(f"let {mut}{self.local(s.name)}: {ty} = {self.expr(s.value, ctx)};")
+            return
         self.line(f"let {mut}{self.local(s.name)}: {RUST[s.value.ty.dtype]} = {self.expr(s.value, ctx)};")
 
     def store(self, t: ir.Target, value: str, value_ty: Ty, ctx: Ctx) -> None:
         """Write a scalar `value` (of `value_ty`) to target `t`; an array target is filled."""
         v = conv(value, value_ty, t.ty.scalar(), self.enums)
+        if t.space == "local" and t.index:  # an element of an array local
+            where = self.write_offset(t.index, t.dims, ctx)
+            if where is None:
+                self.line("// an index that is never in range: the write is dropped")
+                return
+            checks, off = where
+            with self.guarded(checks):
+                self.line(f"{self.local(t.name)}[{off}] = {v};")
+            return
         if t.space == "local":
             self.line(f"{self.local(t.name)} = {v};")
             return
@@ -677,6 +727,23 @@ class Emitter:
 
     def s_assign(self, s: ir.Assign, ctx: Ctx) -> None:
         t = s.target
+        if t.ty.shape and s.value.ty.shape and t.space == "local" and not t.index:
+            self.line(f"{self.local(t.name)} = {self.expr(s.value, ctx)};")  # a whole array local
+            return
+        if t.ty.shape and s.value.ty.shape and (t.space == "local" or not isinstance(s.value, ir.Read)):
+            n = math.prod(t.ty.shape)
+            tmp = self.fresh("row")
+            self.line(f"let {tmp}: [{RUST[t.ty.dtype]}; {n}] = {self.expr(s.value, ctx)};")
+            dims = t.dims if t.space == "local" else self.shapes[(t.space, t.name)]
+            where = self.write_offset(t.index, dims, ctx)
+            if where is None:
+                self.line("// an index that is never in range: the write is dropped")
+                return
+            checks, toff = where
+            place = self.local(t.name) if t.space == "local" else self.storage(t.space, t.name)
+            with self.guarded(checks):
+                self.line(f"{place}[{toff}..{toff} + {n}].copy_from_slice(&{tmp});")
+            return
         if t.ty.shape and s.value.ty.shape:
             base, off, n = self.slice_of(s.value, ctx)
             tmp = self.fresh("row")
@@ -836,3 +903,6 @@ class Emitter:
 
     def s_return(self, s: ir.ReturnS, ctx: Ctx) -> None:
         raise AssertionError("a function's return is emitted by its caller")
+
+    def s_check(self, s: ir.CheckS, ctx: Ctx) -> None:
+        """A spec bug only the reference reports: the fallback (a `while` loop stops at its cap) is to do nothing."""

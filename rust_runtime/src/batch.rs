@@ -327,7 +327,7 @@ impl<E: Env> Batch<E> {
                 let (mut obs, mut tmp) = (E::Obs::default(), E::fresh());
                 for i in 0..part.slots.len() {
                     let st = part.restart(prm, i, &mut tmp);
-                    write_row::<E, R>(prm, st, false, &mut out, i, None, &mut obs);
+                    write_row::<E, R>(prm, st, false, &mut out, i, None, Action::NONE, &mut obs);
                 }
             },
             |_, _| (),
@@ -438,7 +438,7 @@ impl<E: Env> Batch<E> {
                     .collect();
                 for i in 0..n {
                     let st = part.restart(prm, i, &mut tmp);
-                    finish::<E>(st, prm, false, &mut masks[i * a..(i + 1) * a], &mut obs[i]);
+                    finish::<E>(st, prm, false, Action::NONE, &mut masks[i * a..(i + 1) * a], &mut obs[i]);
                 }
                 let start = if kernel_steps::<E>() && a > 0 {
                     n / LANES * LANES
@@ -477,9 +477,11 @@ impl<E: Env> Batch<E> {
                             let mask = &mut masks[i * a..(i + 1) * a];
                             if settle(&rewards[l * p..(l + 1) * p], ends[l], &mut stats) {
                                 let st = part.restart(prm, i, &mut tmp);
-                                finish::<E>(st, prm, false, mask, &mut obs[i]);
+                                finish::<E>(st, prm, false, Action::NONE, mask, &mut obs[i]);
                             } else if !E::PACKED {
-                                finish::<E>(&part.states[i], prm, false, mask, &mut obs[i]);
+                                // Not ended: the action was legal (an illegal one terminates).
+                                let applied = Action::Discrete(act[l]);
+                                finish::<E>(&part.states[i], prm, false, applied, mask, &mut obs[i]);
                             } else {
                                 // An always-legal spec's masks stay all true.
                                 obs[i] = rows.obs[l].clone();
@@ -503,15 +505,17 @@ impl<E: Env> Batch<E> {
                             Action::Box(&action)
                         };
                         let r = &mut rewards[..p];
-                        let ends = part.with(i, &mut tmp, |slot, st| {
+                        let (term, trunc, applied) = part.with(i, &mut tmp, |slot, st| {
                             step::<E>(st, prm, act, slot.step_key::<E>(), r)
                         });
-                        if settle(r, ends, &mut stats) {
+                        if settle(r, (term, trunc), &mut stats) {
                             let st = part.restart(prm, i, &mut tmp);
-                            finish::<E>(st, prm, false, mask, &mut obs[i]);
+                            finish::<E>(st, prm, false, Action::NONE, mask, &mut obs[i]);
                         } else {
                             let o = &mut obs[i];
-                            part.with(i, &mut tmp, |_, st| finish::<E>(st, prm, false, mask, o));
+                            part.with(i, &mut tmp, |_, st| {
+                                finish::<E>(st, prm, false, applied, mask, o)
+                            });
                         }
                     }
                 }
@@ -536,17 +540,17 @@ fn step_one<E: Env, R: ObsRows<Obs = E::Obs>>(
 ) {
     if slot.done {
         slot.restart::<E>(prm, st);
-        write_row::<E, R>(prm, st, false, out, i, None, obs);
+        write_row::<E, R>(prm, st, false, out, i, None, Action::NONE, obs);
         return;
     }
     let acting = E::current_player(st);
     let key = slot.step_key::<E>();
     let rewards = &mut out.rewards[i * E::NUM_PLAYERS..(i + 1) * E::NUM_PLAYERS];
-    let (term, trunc) = step::<E>(st, prm, action, key, rewards);
+    let (term, trunc, applied) = step::<E>(st, prm, action, key, rewards);
     slot.done = term || trunc;
     out.terminated[i] = term;
     out.truncated[i] = trunc;
-    write_row::<E, R>(prm, st, slot.done, out, i, Some(acting), obs);
+    write_row::<E, R>(prm, st, slot.done, out, i, Some(acting), applied, obs);
 }
 
 /// [`Batch::step`] for the `LANES` envs of a chunk (rows `first..`) with the spec's lane kernel: envs that
@@ -569,7 +573,7 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
         let (slot, st, i) = (&mut slots[l], &mut states[l], first + l);
         if slot.done {
             slot.restart::<E>(prm, st);
-            write_row::<E, R>(prm, st, false, out, i, None, obs);
+            write_row::<E, R>(prm, st, false, out, i, None, Action::NONE, obs);
             continue;
         }
         acting[l] = E::current_player(st);
@@ -581,7 +585,7 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
                 slot.done = true;
                 out.terminated[i] = true;
                 out.truncated[i] = false;
-                write_row::<E, R>(prm, st, true, out, i, Some(acting[l]), obs);
+                write_row::<E, R>(prm, st, true, out, i, Some(acting[l]), Action::NONE, obs);
             }
         }
     }
@@ -591,11 +595,12 @@ fn step_lanes<E: Env, R: ObsRows<Obs = E::Obs>>(
             continue;
         }
         let (slot, st, i) = (&mut slots[l], &states[l], first + l);
-        let (term, trunc) = conclude::<E>(st, prm, &mut out.rewards[i * p..(i + 1) * p]);
+        let applied = Action::Discrete(ids[l]);
+        let (term, trunc) = conclude::<E>(st, prm, applied, &mut out.rewards[i * p..(i + 1) * p]);
         slot.done = term || trunc;
         out.terminated[i] = term;
         out.truncated[i] = trunc;
-        write_row::<E, R>(prm, st, slot.done, out, i, Some(acting[l]), obs);
+        write_row::<E, R>(prm, st, slot.done, out, i, Some(acting[l]), applied, obs);
     }
 }
 
@@ -759,7 +764,8 @@ fn roll_lanes<E: Env>(
     let mut ends = [(true, false); LANES];
     for l in 0..LANES {
         if legal[l] {
-            ends[l] = conclude::<E>(&states[l], prm, &mut rewards[l * p..(l + 1) * p]);
+            let applied = Action::Discrete(act[l]);
+            ends[l] = conclude::<E>(&states[l], prm, applied, &mut rewards[l * p..(l + 1) * p]);
         }
     }
     ends
@@ -854,8 +860,10 @@ fn random_legal(rng: &mut Wyrand, mask: &[bool], ids: &mut Vec<u32>) -> usize {
     ids[rng.below(ids.len() as u32) as usize] as usize
 }
 
-/// Row `i` of the outputs for state `st` (`done`: it ended), after a step of player `acting` or a restart.
+/// Row `i` of the outputs for state `st` (`done`: it ended), after a step of player `acting` that applied
+/// `action` or a restart ([`Action::NONE`]).
 #[inline]
+#[allow(clippy::too_many_arguments)]
 fn write_row<E: Env, R: ObsRows<Obs = E::Obs>>(
     prm: &E::Params,
     st: &E::State,
@@ -863,6 +871,7 @@ fn write_row<E: Env, R: ObsRows<Obs = E::Obs>>(
     out: &mut Out<'_, R>,
     i: usize,
     acting: Option<i32>,
+    action: Action<'_>,
     obs: &mut E::Obs,
 ) {
     let p = E::NUM_PLAYERS;
@@ -883,7 +892,7 @@ fn write_row<E: Env, R: ObsRows<Obs = E::Obs>>(
         }
     }
     let a = E::NUM_ACTIONS;
-    finish::<E>(st, prm, done, &mut out.mask[i * a..(i + 1) * a], obs);
+    finish::<E>(st, prm, done, action, &mut out.mask[i * a..(i + 1) * a], obs);
     out.obs.put(i, obs);
     out.current_player[i] = E::current_player(st);
 }

@@ -76,6 +76,33 @@ pub enum Action<'a> {
     Box(&'a [f32]),
 }
 
+impl<'a> Action<'a> {
+    /// No action: what `reward`, `terminated`, `truncated` and the observation read as `action` when no action
+    /// was applied (after `init` or a reset, for an injected state, in `observe`, after an illegal action).
+    pub const NONE: Action<'static> = Action::Discrete(-1);
+
+    /// The discrete action id as a spec reads it: `-1` for no action.
+    #[inline]
+    pub fn id(self) -> i32 {
+        match self {
+            Action::Discrete(a) if (0..=i32::MAX as i64).contains(&a) => a as i32,
+            _ => -1,
+        }
+    }
+
+    /// The continuous action's values as a spec reads them: `zeros` for no action.
+    #[inline]
+    pub fn values<'b>(self, zeros: &'b [f32]) -> &'b [f32]
+    where
+        'a: 'b,
+    {
+        match self {
+            Action::Box(v) => v,
+            Action::Discrete(_) => zeros,
+        }
+    }
+}
+
 /// Observation rows of a batch, written in place (row `i` belongs to env `i`).
 pub trait ObsRows: Send + Sized {
     /// One player's observation.
@@ -179,14 +206,14 @@ pub trait Env: Send + Sync + 'static {
     fn pack_rows(_ln: &Self::Lanes, _prm: &Self::Params, _rows: &mut LaneRows<Self::Obs>) {}
     /// The automatic rules, in order.
     fn rules(st: &mut Self::State, prm: &Self::Params, key: Key);
-    /// Reward of player `p` for the last transition.
-    fn reward(st: &Self::State, prm: &Self::Params, p: i32) -> f32;
-    fn terminated(st: &Self::State, prm: &Self::Params) -> bool;
-    fn truncated(st: &Self::State, prm: &Self::Params) -> bool;
+    /// Reward of player `p` for the last transition, whose action (applied, or [`Action::NONE`]) is `action`.
+    fn reward(st: &Self::State, prm: &Self::Params, p: i32, action: Action<'_>) -> f32;
+    fn terminated(st: &Self::State, prm: &Self::Params, action: Action<'_>) -> bool;
+    fn truncated(st: &Self::State, prm: &Self::Params, action: Action<'_>) -> bool;
     /// Set `mask[id]` for every legal id (`mask` arrives all false).
     fn legal_mask(st: &Self::State, prm: &Self::Params, mask: &mut [bool]);
-    /// Write player `p`'s observation into `obs` (which arrives zeroed).
-    fn observe(st: &Self::State, prm: &Self::Params, p: i32, obs: &mut Self::Obs);
+    /// Write player `p`'s observation into `obs` (which arrives zeroed); `action` as for [`Env::reward`].
+    fn observe(st: &Self::State, prm: &Self::Params, p: i32, action: Action<'_>, obs: &mut Self::Obs);
     /// Each invariant's truth value, in `INVARIANTS` order.
     fn invariants(st: &Self::State, prm: &Self::Params, out: &mut [bool]);
     fn current_player(st: &Self::State) -> i32;
@@ -198,19 +225,20 @@ pub trait Env: Send + Sync + 'static {
     fn obs_parts(obs: &Self::Obs) -> Vec<ArrayRef<'_>>;
 }
 
-/// One transition of a state that is not finished: returns `(terminated, truncated)` and fills `rewards`.
+/// One transition of a state that is not finished: returns `(terminated, truncated, applied)` and fills
+/// `rewards`; `applied` is what the observation reads as the action ([`Action::NONE`] after an illegal one).
 #[inline]
-pub fn step<E: Env>(
+pub fn step<'a, E: Env>(
     st: &mut E::State,
     prm: &E::Params,
-    action: Action<'_>,
+    action: Action<'a>,
     key: Key,
     rewards: &mut [f32],
-) -> (bool, bool) {
+) -> (bool, bool, Action<'a>) {
     match action {
         Action::Discrete(a) => {
             let Some(id) = admit::<E>(st, prm, a, rewards) else {
-                return (true, false);
+                return (true, false, Action::NONE);
             };
             E::apply(st, prm, key, id);
         }
@@ -221,7 +249,8 @@ pub fn step<E: Env>(
         }
     }
     E::rules(st, prm, key);
-    conclude::<E>(st, prm, rewards)
+    let (terminated, truncated) = conclude::<E>(st, prm, action, rewards);
+    (terminated, truncated, action)
 }
 
 /// The start of [`step`] for action id `a`: counts the step and returns the id if it is in range and legal;
@@ -247,21 +276,29 @@ pub fn admit<E: Env>(
     None
 }
 
-/// The end of [`step`], after the effect and the rules: fills `rewards`, returns `(terminated, truncated)`.
+/// The end of [`step`], after the effect and the rules of the (legal) `action`: fills `rewards`, returns
+/// `(terminated, truncated)`.
 #[inline]
-pub fn conclude<E: Env>(st: &E::State, prm: &E::Params, rewards: &mut [f32]) -> (bool, bool) {
+pub fn conclude<E: Env>(
+    st: &E::State,
+    prm: &E::Params,
+    action: Action<'_>,
+    rewards: &mut [f32],
+) -> (bool, bool) {
     for (p, r) in rewards.iter_mut().enumerate() {
-        *r = E::reward(st, prm, p as i32);
+        *r = E::reward(st, prm, p as i32, action);
     }
-    (E::terminated(st, prm), E::truncated(st, prm))
+    (E::terminated(st, prm, action), E::truncated(st, prm, action))
 }
 
-/// The derived outputs of a state: the legal mask (all true once finished) and the current player's observation.
+/// The derived outputs of a state: the legal mask (all true once finished) and the current player's observation,
+/// which reads `action` (the action applied, or [`Action::NONE`]).
 #[inline]
 pub fn finish<E: Env>(
     st: &E::State,
     prm: &E::Params,
     done: bool,
+    action: Action<'_>,
     mask: &mut [bool],
     obs: &mut E::Obs,
 ) {
@@ -272,7 +309,7 @@ pub fn finish<E: Env>(
         E::legal_mask(st, prm, mask);
     }
     *obs = E::Obs::default();
-    E::observe(st, prm, E::current_player(st), obs);
+    E::observe(st, prm, E::current_player(st), action, obs);
 }
 
 /// A state with its step outputs: what `init` and `step` return in the single-state API.
@@ -299,13 +336,14 @@ impl<E: Env> Clone for Full<E> {
 }
 
 impl<E: Env> Full<E> {
-    /// A state with the given outputs; the legal mask and the observation are computed.
+    /// A state with the given outputs; the legal mask and the observation (which reads `action`) are computed.
     pub fn new(
         st: E::State,
         prm: &E::Params,
         rewards: Vec<f32>,
         terminated: bool,
         truncated: bool,
+        action: Action<'_>,
     ) -> Self {
         let mut full = Full {
             st,
@@ -319,6 +357,7 @@ impl<E: Env> Full<E> {
             &full.st,
             prm,
             terminated || truncated,
+            action,
             &mut full.mask,
             &mut full.obs,
         );
@@ -329,7 +368,7 @@ impl<E: Env> Full<E> {
     pub fn init(prm: &E::Params, key: Key) -> Self {
         let mut st = E::fresh();
         E::reset(&mut st, prm, key);
-        Self::new(st, prm, vec![0.0; E::NUM_PLAYERS], false, false)
+        Self::new(st, prm, vec![0.0; E::NUM_PLAYERS], false, false, Action::NONE)
     }
 
     /// `step(state, action, key)`: a finished state comes back unchanged with zero rewards.
@@ -341,8 +380,8 @@ impl<E: Env> Full<E> {
         }
         let mut st = self.st.clone();
         let mut rewards = vec![0.0; E::NUM_PLAYERS];
-        let (terminated, truncated) = step::<E>(&mut st, prm, action, key, &mut rewards);
-        Self::new(st, prm, rewards, terminated, truncated)
+        let (terminated, truncated, applied) = step::<E>(&mut st, prm, action, key, &mut rewards);
+        Self::new(st, prm, rewards, terminated, truncated, applied)
     }
 
     /// Names of the violated invariants.
@@ -357,10 +396,10 @@ impl<E: Env> Full<E> {
             .collect()
     }
 
-    /// Player `p`'s observation.
+    /// Player `p`'s observation of the state alone: it reads no action ([`Action::NONE`]).
     pub fn observe(&self, prm: &E::Params, p: i32) -> E::Obs {
         let mut obs = E::Obs::default();
-        E::observe(&self.st, prm, p, &mut obs);
+        E::observe(&self.st, prm, p, Action::NONE, &mut obs);
         obs
     }
 }
