@@ -484,7 +484,44 @@ def _parse_at(snip: Snippet, start: str) -> tuple[Any, tuple[tuple[Span, str, st
     return _parse_now(snip, start, scratch), tuple((d.span, d.code, d.message) for d in scratch.items)
 
 
+MAX_BODY_CHARS = 1 << 18  # one rule body or expression; lark parses about 100 KB a second
+
+
+def _too_big(snip: Snippet) -> tuple[int, int, str] | None:
+    """Line, column and message of a snippet too long or bracketed too deep to hand to lark: checked in one linear
+    scan first, since lark would take a minute over a 2 MB body or a 500,000-deep `abs(abs(...`."""
+    if len(snip.text) > MAX_BODY_CHARS:
+        return 1, 1, (
+            f"this code is {len(snip.text):,} characters long; the limit is {MAX_BODY_CHARS:,}: "
+            "split it into functions and procedures"
+        )
+    depth, line, col, comment = 0, 1, 0, False
+    for ch in snip.text:
+        col += 1
+        if ch == "\n":
+            line, col, comment = line + 1, 0, False
+        elif comment:
+            continue
+        elif ch == "#":
+            comment = True
+        elif ch in "([":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line, col, (
+                    f"this is nested more than {MAX_NESTING} levels deep (every operator, call, argument list, "
+                    "index and block is a level); split it into steps with `let`"
+                )
+        elif ch in ")]":
+            depth -= 1
+    return None
+
+
 def _parse_now(snip: Snippet, start: str, diags: Diagnostics) -> Any:
+    big = _too_big(snip)
+    if big is not None:
+        fl, fc = snip.pos(big[0], big[1])
+        diags.error(Span.point(snip.path, fl, fc), "E003", big[2])
+        return None
     text = snip.text if snip.text.endswith("\n") else snip.text + "\n"
     if start == "expr_only" and "\n" in text.strip():
         # a multi-line expression: parenthesized, so line breaks and indentation inside it are ignored

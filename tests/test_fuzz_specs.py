@@ -33,6 +33,15 @@ def _errors(diags: list[Diagnostic]) -> list[Diagnostic]:
     return [d for d in diags if d.severity.value == "error"]
 
 
+def _within(text: str, line: int, col: int) -> bool:
+    """Whether line:col lies in `text` (or just past the end of its line), lines ended by LF, or by CR, CRLF or LF
+    (YAML counts a lone CR as a line break, and says so in an E002)."""
+    return any(
+        line <= len(lines) and col <= len(lines[line - 1]) + 2
+        for lines in (text.split("\n"), re.split(r"\r\n|\r|\n", text))
+    )
+
+
 def _lint_text(path: str, text: str) -> list[Diagnostic]:
     ir, diags = envc.lint(path, text=text)  # must not raise
     assert (ir is None) == bool(_errors(diags))
@@ -41,6 +50,7 @@ def _lint_text(path: str, text: str) -> list[Diagnostic]:
         assert d.span.line >= 1 and d.span.col >= 1, d.format()
         assert (d.span.end_line, d.span.end_col) >= (d.span.line, d.span.col), d.format()
         assert d.message.strip(), d.format()
+        assert d.span.path != path or _within(text, d.span.line, d.span.col), d.format()
     return diags
 
 
@@ -105,7 +115,40 @@ def insert_char(draw: st.DrawFn, text: str) -> str:
     return text[:i] + draw(_CHARS) + text[i:]
 
 
-MUTATIONS = [delete_line, duplicate_line, swap_lines, delete_token, duplicate_token, swap_tokens, insert_char]
+def truncate(draw: st.DrawFn, text: str) -> str:
+    return text[: draw(st.integers(0, len(text)))]
+
+
+def shift_indent(draw: st.DrawFn, text: str) -> str:
+    lines = text.split("\n")
+    i = _index(draw, len(lines))
+    shift = draw(st.sampled_from([-2, -1, 1, 2]))
+    indent = len(lines[i]) - len(lines[i].lstrip(" "))
+    lines[i] = " " * shift + lines[i] if shift > 0 else lines[i][min(-shift, indent) :]
+    return "\n".join(lines)
+
+
+def insert_property(draw: st.DrawFn, text: str) -> str:
+    """A YAML tag, anchor or alias before a value."""
+    spots = [m.end() for m in re.finditer(r": ", text)] or [0]  # [0]: an earlier mutation left no value
+    i = spots[_index(draw, len(spots))]
+    prop = draw(st.sampled_from(['!!int "two"', "!!float abc", "!!binary AAAA", "!custom", "!!str", "&a", "*a", "!"]))
+    return text[:i] + prop + " " + text[i:]
+
+
+def replace_number(draw: st.DrawFn, text: str) -> str:
+    nums = list(re.finditer(r"(?<![\w.])\d+(\.\d+)?(?![\w.])", text))
+    if not nums:  # an earlier mutation left none
+        return text
+    m = nums[_index(draw, len(nums))]
+    big = draw(st.sampled_from(["9" * 400, "1e999", "-1e999", ".nan", "-.inf", "0x", "0o9", "1:20", "2147483648"]))
+    return text[: m.start()] + big + text[m.end() :]
+
+
+MUTATIONS = [
+    delete_line, duplicate_line, swap_lines, delete_token, duplicate_token, swap_tokens, insert_char, truncate,
+    shift_indent, insert_property, replace_number,
+]  # fmt: skip
 
 
 @st.composite
