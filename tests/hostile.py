@@ -132,6 +132,21 @@ invariants:
 """
 
 
+STORAGE_SLOTS = ("field", "field_arr", "field_enum", "field_rec", "zone")
+STEP_OUTPUTS = {"rewards", "terminated", "truncated", "legal_action_mask", "observation"}  # not storage names (E013)
+
+
+def _assign(names: list[str]) -> dict[str, str]:
+    """Slots -> names, moving state_to_dict's output keys out of the storage slots into other slots."""
+    out = dict(zip(SLOTS, names))
+    free = [s for s in SLOTS if s not in STORAGE_SLOTS and out[s] not in STEP_OUTPUTS]
+    for slot in STORAGE_SLOTS:
+        if out[slot] in STEP_OUTPUTS:
+            other = free.pop()
+            out[slot], out[other] = out[other], out[slot]
+    return out
+
+
 @st.composite
 def hostile_specs(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, str]]:
     """Distinct hostile names for every name slot and hostile texts for every text slot."""
@@ -140,7 +155,7 @@ def hostile_specs(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, str]]:
     invariant, invariant2 = texts[3], texts[4]
     if invariant == invariant2:  # invariant names are mapping keys: they must differ
         texts[4] = invariant2 + " (2)"
-    return dict(zip(SLOTS, names)), dict(zip(TEXT_SLOTS, texts))
+    return _assign(names), dict(zip(TEXT_SLOTS, texts))
 
 
 def deterministic_cases() -> list[tuple[dict[str, str], dict[str, str]]]:
@@ -153,5 +168,5 @@ def deterministic_cases() -> list[tuple[dict[str, str], dict[str, str]]]:
         texts = [TEXTS[(start // len(SLOTS) + i) % len(TEXTS)] for i in range(len(TEXT_SLOTS))]
         if texts[3] == texts[4]:
             texts[4] += " (2)"
-        cases.append((dict(zip(SLOTS, chunk)), dict(zip(TEXT_SLOTS, texts))))
+        cases.append((_assign(chunk), dict(zip(TEXT_SLOTS, texts))))
     return cases

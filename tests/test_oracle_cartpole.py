@@ -37,10 +37,11 @@ def inject(env, values: np.ndarray, steps: int = 0):  # type: ignore[no-untyped-
 def test_constants_match(gym_env: gym.Env, env) -> None:  # type: ignore[no-untyped-def]
     g = gym_env.unwrapped
     p = env.params
-    assert p["gravity"] == g.gravity and p["masscart"] == g.masscart and p["masspole"] == g.masspole
-    assert p["length"] == g.length and p["force_mag"] == g.force_mag and p["tau"] == g.tau
-    assert p["x_threshold"] == g.x_threshold
-    assert p["theta_threshold_radians"] == pytest.approx(g.theta_threshold_radians, rel=1e-15)
+    f32 = np.float32  # the spec's params are f32: Gymnasium's float64 constants rounded once
+    assert p["gravity"] == f32(g.gravity) and p["masscart"] == f32(g.masscart) and p["masspole"] == f32(g.masspole)
+    assert p["length"] == f32(g.length) and p["force_mag"] == f32(g.force_mag) and p["tau"] == f32(g.tau)
+    assert p["x_threshold"] == f32(g.x_threshold)
+    assert p["theta_threshold_radians"] == f32(g.theta_threshold_radians)
     assert p["max_steps"] == gym_env.spec.max_episode_steps
     assert env.num_actions == gym_env.action_space.n
 
