@@ -11,7 +11,6 @@ The edge values of casts, f32 `//` and `%` and reductions are defined in docs/sp
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 from envc import ir, mathops, rng
 from envc.diagnostics import Span, SpecRuntimeError
 from envc.ir import DType, Ty
+from envc.mathops import f32
 
 Value = Any
 Fn = Callable[["Frame"], Value]
@@ -34,18 +34,6 @@ NP_DTYPE = {
     DType.U32: np.uint32,
     DType.F32: np.float32,
 }
-_pack = struct.Struct("f").pack
-_unpack = struct.Struct("f").unpack
-
-
-def f32(x: float) -> float:
-    """Round a Python float to the nearest f32 (IEEE, overflow to inf)."""
-    try:
-        return _unpack(_pack(x))[0]  # type: ignore[no-any-return]
-    except OverflowError:
-        return math.copysign(math.inf, x)
-
-
 def wrapper(dtype: DType) -> Callable[[Any], Any]:
     """The function that brings a Python value into `dtype`."""
     if dtype is DType.F32:

@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from envc import ir, mathops
-from envc.interpret import f32
 from envc.ir import DType, Ty
 from envc.lower_jax import mathops as jax_mathops
 from envc.lower_jax.names import PyNames
+from envc.mathops import f32
 
 JNP = {
     DType.BOOL: "jnp.bool_",
