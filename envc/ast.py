@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from envc.diagnostics import Span
 
@@ -102,7 +102,32 @@ class GenCall:
     func_span: Span
 
 
-Expr = Union[Num, BoolLit, Name, Unary, Binary, IfExpr, Index, Attr, Call, GenCall]
+@dataclass(frozen=True)
+class ArrayLit:
+    """`[a, b, c]` (rows for more dimensions: `[[1, 2], [3, 4]]`)."""
+
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Tuple:
+    """`a, b` after `return` (or `(a, b)`): the values of a function that returns several."""
+
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Checked:
+    """An operand the checker has already typed (`x`, an `envc.ir` expression), put back into its expression to
+    check the rest of it once (envc/check/values.py); never produced by the parser."""
+
+    x: Any
+    span: Span
+
+
+Expr = Union[Num, BoolLit, Name, Unary, Binary, IfExpr, Index, Attr, Call, GenCall, ArrayLit, Tuple, Checked]
 
 
 @dataclass(frozen=True)
@@ -209,4 +234,23 @@ class Match:
     span: Span
 
 
-Stmt = Union[Let, Assign, ExprStmt, Return, Pass, If, For, Match, While, Break, Continue]
+@dataclass(frozen=True)
+class LetMany:
+    """`let x, v = f(...)`: one new local per value of a function that returns several."""
+
+    names: tuple[str, ...]
+    name_spans: tuple[Span, ...]
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class AssignMany:
+    """`x, v = f(...)`: the values of a function that returns several, into existing locals or storage."""
+
+    targets: tuple[Expr, ...]
+    value: Expr
+    span: Span
+
+
+Stmt = Union[Let, Assign, ExprStmt, Return, Pass, If, For, Match, While, Break, Continue, LetMany, AssignMany]

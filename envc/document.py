@@ -32,7 +32,7 @@ def _state_kind(v: Any) -> str:
 class ParamDecl(_Model):
     """A parameter with a default; `static` params are compile-time (usable in shapes and loop bounds)."""
 
-    type: str | None = Field(None, description="bool, i8, i16, i32, u32 or f32 (default: from the default value)")
+    type: str | None = Field(None, description="bool, i8, i16, i32, u32, f32 or f64 (default: from the default value)")
     default: Scalar = Field(description="Default value, overridable at run time (static: at build time).")
     static: bool = Field(False, description="Compile-time constant: may size arrays and bound loops.")
     doc: str = ""
@@ -79,7 +79,7 @@ class ConstDecl(_Model):
 class ColumnDecl(_Model):
     """A typed column of a constant table."""
 
-    type: str = Field(description="bool, sized int, f32, an enum name, or str (documentation only)")
+    type: str = Field(description="bool, sized int, f32, f64, an enum name, or str (documentation only)")
     shape: list[Dim] = []
     default: Nested | None = None
     doc: str = ""
@@ -232,9 +232,33 @@ class CallableDecl(_Model):
     """A helper function (pure, returns a value) or procedure (may write state, draw randomness)."""
 
     params: dict[str, str] = {}
-    returns: str | None = None
+    returns: str | list[str] | None = None  # a list: a function that returns several values
     body: str
     doc: str = ""
+
+
+class OracleDecl(_Model):
+    """The original environment this spec claims to be, for `envc verify --against` (docs/oracle.md)."""
+
+    target: str = Field(
+        "",
+        description="The original: `gymnasium:ENV_ID`, `pgx:ENV_ID` or `MODULE:FACTORY` (a Python factory "
+        "called with the spec, returning an envc.oracle.Oracle); used by `envc verify SPEC --against declared`.",
+        examples=["gymnasium:CartPole-v1", "pgx:tic_tac_toe", "my_envs.oracles:make_oracle"],
+    )
+    fields: dict[str, str] = Field(
+        {},
+        description="Spec state field -> where the original keeps it: an attribute path with indices, read and "
+        "written on the original (`state[0]`, `_x.board`).",
+        examples=[{"x": "state[0]", "x_dot": "state[1]"}],
+    )
+    chance: list[str] = Field(
+        [],
+        description="Mapped fields the original fills from its own randomness during a step (a spawned tile, a "
+        "dealt card): copied from the original after each step instead of compared.",
+    )
+    observation: bool = Field(True, description="Compare the original's observation with the spec's.")
+    doc: str = Field("", description="Free text about the original.")
 
 
 ParamSpec = Annotated[
@@ -289,6 +313,7 @@ class SpecDocument(_Model):
     functions: dict[str, CallableDecl] = {}
     procedures: dict[str, CallableDecl] = {}
     illegal_action_penalty: float = -1.0
+    oracle: OracleDecl | None = None
     todo: list[TodoItem] = Field(
         [],
         description="Rule text not formalized yet (a draft): each item is a W001 warning until `envc synthesize` "

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from envc import ir, mathops, rng
+from envc import f64, ir, mathops, rng
 from envc.diagnostics import Span, SpecRuntimeError
 from envc.ir import DType, Ty
 from envc.mathops import f32
@@ -33,11 +33,14 @@ NP_DTYPE = {
     DType.I32: np.int32,
     DType.U32: np.uint32,
     DType.F32: np.float32,
+    DType.F64: np.float64,
 }
 def wrapper(dtype: DType) -> Callable[[Any], Any]:
     """The function that brings a Python value into `dtype`."""
     if dtype is DType.F32:
         return f32
+    if dtype is DType.F64:
+        return float
     if dtype is DType.BOOL:
         return bool
     bits = dtype.bits
@@ -266,6 +269,16 @@ class Compiler:
             return lambda fr: bop(a(fr), b(fr))
         w = wrapper(dt)
         span = e.span
+        if dt is DType.F64:  # IEEE binary64: Python's float operations, one rounding each (envc/f64.py)
+            f64op: Callable[[float, float], float] = {
+                "+": lambda x, y: x + y,
+                "-": lambda x, y: x - y,
+                "*": lambda x, y: x * y,
+                "/": f64.div64,
+                "//": f64.floor_div64,
+                "%": f64.floor_mod64,
+            }[op]
+            return lambda fr: f64op(a(fr), b(fr))
         if dt is DType.F32:
             if op == "+":
                 return lambda fr: f32(a(fr) + b(fr))
@@ -332,7 +345,9 @@ class Compiler:
             return lambda fr: x(fr) != 0
         if dst is DType.F32:
             return lambda fr: f32(float(x(fr)))
-        if src is DType.F32:
+        if dst is DType.F64:
+            return lambda fr: float(x(fr))
+        if src.is_float:
             return lambda fr: float_to_int(x(fr), dst)
         if e.ty.enum is not None:
             n = len(next(en.members for en in self.spec.enums if en.name == e.ty.enum))
@@ -360,7 +375,12 @@ class Compiler:
             d, fail, span = e.ty.dtype, self.fail, e.span
             bits = d.bits if d.is_int else None
             return mathops.reference_math(
-                fn, args, bits, bits is not None and d.signed, lambda n: fail(span, f"negative shift count {n}")
+                fn,
+                args,
+                bits,
+                bits is not None and d.signed,
+                lambda n: fail(span, f"negative shift count {n}"),
+                float if d is DType.F64 else f32,
             )
         w = wrapper(e.ty.dtype)
         if fn == "abs":
@@ -369,20 +389,20 @@ class Compiler:
         if fn in ("min", "max"):
             a0, a1 = args
             m = min if fn == "min" else max
-            if e.ty.dtype is DType.F32:
+            if e.ty.dtype.is_float:
                 return lambda fr: _fminmax(fn == "min", a0(fr), a1(fr))
             return lambda fr: m(a0(fr), a1(fr))
         if fn == "clip":
             a0, a1, a2 = args
-            if e.ty.dtype is DType.F32:
+            if e.ty.dtype.is_float:
                 return lambda fr: _fminmax(True, _fminmax(False, a0(fr), a1(fr)), a2(fr))
             return lambda fr: min(max(a0(fr), a1(fr)), a2(fr))
         if fn == "atan2":
             a0, a1 = args
-            return lambda fr: f32(math.atan2(a0(fr), a1(fr)))
+            return lambda fr: w(math.atan2(a0(fr), a1(fr)))
         f = _MATH[fn]
         a0 = args[0]
-        return lambda fr: f32(f(a0(fr)))
+        return lambda fr: w(f(a0(fr)))  # f32: the f64 result rounded once; f64: as it is
 
     def _reducer(
         self, op: str, ty: Ty, elt_ty: Ty, span: Span, site: int, start: int = 0
@@ -401,6 +421,15 @@ class Compiler:
                     return acc
 
                 return fsum
+            if ty.dtype is DType.F64:
+
+                def dsum(fr: Frame, vals: list[Any], pos: list[Any]) -> float:
+                    acc = 0.0
+                    for v in vals:
+                        acc = acc + v  # in order, one rounding per addition (not math.fsum)
+                    return acc
+
+                return dsum
             return lambda fr, vals, pos: w(sum(vals))
         if op == "any":
             return lambda fr, vals, pos: any(vals)
@@ -409,7 +438,7 @@ class Compiler:
         if op == "count":
             return lambda fr, vals, pos: sum(1 for v in vals if v)
         if op in ("min", "max", "argmin", "argmax"):
-            f = elt_ty.dtype is DType.F32
+            f = elt_ty.dtype.is_float
             if f:
                 empty: Any = math.inf if op == "min" else -math.inf
             else:
@@ -513,6 +542,54 @@ class Compiler:
         off, _ = self._offset("state", z.name + ".count", z.index, z.span, write)
         cap = z.capacity
         return (lambda fr: off(fr) * cap), off
+
+    # ---- array literals, elementwise maps, several values (language 1.1) -----------------------------------
+    def x_array(self, e: ir.ArrayLit) -> Fn:
+        """`[a, b, c]`: the items' values one after the other (rows flattened, row-major)."""
+        items = [self.expr(x) for x in e.items]
+        if e.ty.shape[1:]:
+            return lambda fr: [v for item in items for v in item(fr)]
+        return lambda fr: [item(fr) for item in items]
+
+    def x_map(self, e: ir.Map) -> Fn:
+        """The scalar `body` at each position, its locals bound to the arrays' elements there (scalars: as they are)."""
+        args = [self.expr(a) for a in e.args]
+        body = self.expr(e.body)
+        arrays = [bool(a.ty.shape) for a in e.args]
+        names = e.names
+        n = math.prod(e.ty.shape)
+
+        def run(fr: Frame) -> list[Any]:
+            vals = [a(fr) for a in args]
+            saved = fr.loc
+            fr.loc = {}
+            try:
+                out = []
+                for i in range(n):
+                    for name, v, array in zip(names, vals, arrays):
+                        fr.loc[name] = v[i] if array else v
+                    out.append(body(fr))
+            finally:
+                fr.loc = saved
+            return out
+
+        return run
+
+    def x_values(self, e: ir.Values) -> Fn:
+        """`return a, b`: a tuple of the values."""
+        items = [self.expr(x) for x in e.items]
+        return lambda fr: tuple(item(fr) for item in items)
+
+    def s_unpack(self, s: ir.Unpack) -> Op:
+        """`x, v = f(...)`: each value of the call into its local (of the value's type)."""
+        call = self.expr(s.value)
+        puts = [self.store(t) for t in s.targets]
+
+        def unpack(fr: Frame) -> None:
+            for put, v in zip(puts, call(fr)):
+                put(fr, v)
+
+        return unpack
 
     # ---- statements ----------------------------------------------------
     def block(self, stmts: Sequence[ir.Stmt]) -> Op:
@@ -781,7 +858,7 @@ _MATH: dict[str, Callable[[float], float]] = {
     "sin": lambda x: math.sin(x) if math.isfinite(x) else math.nan,
     "cos": lambda x: math.cos(x) if math.isfinite(x) else math.nan,
     "tan": lambda x: math.tan(x) if math.isfinite(x) else math.nan,
-    "exp": lambda x: math.exp(x) if x < 710 else math.inf,
+    "exp": lambda x: math.exp(x) if x < 710 else (math.inf if x == x else x),  # exp(NaN) is NaN
     "log": lambda x: math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan),
     "tanh": math.tanh,
     "floor": lambda x: math.copysign(float(math.floor(x)), x) if math.isfinite(x) else x,  # IEEE: floor(-0.0) == -0.0
@@ -1016,7 +1093,7 @@ class ReferenceEnv:
             if arr.shape != f.ty.shape:
                 raise ValueError(f"field '{f.name}' has shape {arr.shape}, expected {f.ty.shape}")
             w = wrapper(f.ty.dtype)
-            conv = float if f.ty.dtype is DType.F32 else (bool if f.ty.dtype is DType.BOOL else int)
+            conv = float if f.ty.dtype.is_float else (bool if f.ty.dtype is DType.BOOL else int)
             data[f.name] = [w(conv(v)) for v in arr.reshape(-1).tolist()]
         rewards = np.asarray(d.get("rewards", np.zeros(self.num_players)), np.float32)
         return self._finish(data, rewards, bool(d.get("terminated", False)), bool(d.get("truncated", False)))
@@ -1030,7 +1107,7 @@ def _typed(ty: Ty, v: Any) -> Any:
 def _zero_of(ty: Ty) -> Any:
     if ty.dtype is DType.BOOL:
         return False
-    return 0.0 if ty.dtype is DType.F32 else 0
+    return 0.0 if ty.dtype.is_float else 0
 
 
 class GymnaxLike:

@@ -26,11 +26,17 @@ class DType(str, Enum):
     I32 = "i32"
     U32 = "u32"
     F32 = "f32"
+    F64 = "f64"  # opt-in double precision (docs/spec-language.md 6.1)
 
     @property
     def is_int(self) -> bool:
         """Sized integer?"""
         return self in (DType.I8, DType.I16, DType.I32, DType.U32)
+
+    @property
+    def is_float(self) -> bool:
+        """f32 or f64?"""
+        return self in (DType.F32, DType.F64)
 
     @property
     def bits(self) -> int:
@@ -74,6 +80,7 @@ class Ty(_Node):
 BOOL = Ty(dtype=DType.BOOL)
 I32 = Ty(dtype=DType.I32)
 F32 = Ty(dtype=DType.F32)
+F64 = Ty(dtype=DType.F64)
 
 
 class _Expr(_Node):
@@ -205,10 +212,41 @@ class ZoneFind(_Expr):
     value: Expr
 
 
+class ArrayLit(_Expr):
+    """`[a, b, c]`: an array value built from `items` along its first dimension (each item a scalar, or for
+    more dimensions a row of shape `ty.shape[1:]`), every item already of the element type."""
+
+    kind: Literal["array"] = "array"
+    items: tuple[Expr, ...]
+
+
+class Map(_Expr):
+    """A scalar expression applied element by element (language 1.1: unary `-`, comparisons, `if`/`else`, casts and
+    math builtins on arrays). `body` is a scalar expression of the locals `names` only (and literals); local
+    `names[j]` is, at each position (row-major), the element of `args[j]` when that is an array of shape `ty.shape`,
+    or `args[j]` itself when it is a scalar (evaluated once, before the elements)."""
+
+    kind: Literal["map"] = "map"
+    names: tuple[str, ...]
+    args: tuple[Expr, ...]
+    body: Expr
+
+
+class Values(_Expr):
+    """`return a, b`: the values of a function that returns several (`CallableInfo.results`), only as the value
+    of its `ReturnS`; `ty` is the first one's type."""
+
+    kind: Literal["values"] = "values"
+    items: tuple[Expr, ...]
+
+
 Expr = Annotated[
-    Union[Lit, Param, Local, Read, Unary, Binary, Cast, Select, Math, Reduce, ReduceArray, Random, CallFn, ZoneFind],
+    Union[
+        Lit, Param, Local, Read, Unary, Binary, Cast, Select, Math, Reduce, ReduceArray, Random, CallFn, ZoneFind,
+        ArrayLit, Map, Values,
+    ],
     Field(discriminator="kind"),
-]
+]  # fmt: skip
 
 
 class ZoneRef(_Node):
@@ -323,7 +361,18 @@ class CheckS(_Stmt):
     iteration: int = 0
 
 
-Stmt = Annotated[Union[LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS, CheckS], Field(discriminator="kind")]
+class Unpack(_Stmt):
+    """`x, v = f(...)` (and `let x, v = f(...)`, after a `LetS` of each): the values of a call of a function that
+    returns several, written to `targets` in order, each converted to its target's type (6.5)."""
+
+    kind: Literal["unpack"] = "unpack"
+    targets: tuple[Target, ...]
+    value: CallFn
+
+
+Stmt = Annotated[
+    Union[LetS, Assign, IfS, Switch, ForS, ZoneOp, CallProc, ReturnS, CheckS, Unpack], Field(discriminator="kind")
+]
 
 
 class EnumInfo(_Node):
@@ -442,6 +491,18 @@ class CallableInfo(_Node):
     body: tuple[Stmt, ...]
     random: bool = False
     span: Span
+    results: tuple[Ty, ...] = ()  # a function that returns several values (`returns: [f32, f32]`): their types
+
+
+class OracleInfo(_Node):
+    """The spec's `oracle:` section (docs/oracle.md): the original environment the spec claims to be, for
+    `envc verify --against`. The backends ignore it (it is not part of `content_digest`)."""
+
+    target: str = ""  # gymnasium:ENV_ID | pgx:ENV_ID | MODULE:FACTORY; "" when only the mapping is declared
+    fields: tuple[tuple[str, str], ...] = ()  # (spec storage field, where the original keeps it), in file order
+    chance: tuple[str, ...] = ()  # fields the original fills from its own randomness during a step
+    observation: bool = True  # compare the original's observation with the spec's
+    span: Span
 
 
 class SpecIR(_Node):
@@ -470,6 +531,7 @@ class SpecIR(_Node):
     callables: tuple[CallableInfo, ...]
     illegal_action_penalty: float
     data_files: tuple[str, ...] = ()
+    oracle: OracleInfo | None = None
 
     def field(self, name: str) -> FieldInfo:
         """The storage field called `name`."""
@@ -493,6 +555,9 @@ _MODELS: tuple[type[BaseModel], ...] = (
     Random,
     CallFn,
     ZoneFind,
+    ArrayLit,
+    Map,
+    Values,
     ZoneRef,
     Target,
     LetS,
@@ -504,10 +569,12 @@ _MODELS: tuple[type[BaseModel], ...] = (
     CallProc,
     ReturnS,
     CheckS,
+    Unpack,
     ActionKind,
     BoxAction,
     RuleInfo,
     CallableInfo,
+    OracleInfo,
     SpecIR,
 )
 for _model in _MODELS:
@@ -520,6 +587,7 @@ def content_digest(spec: SpecIR) -> str:
     data = spec.model_dump(mode="json")
     data["path"] = PurePath(spec.path).name
     data["data_files"] = [PurePath(p).name for p in spec.data_files]
+    data.pop("oracle", None)  # what the spec is compared with is no input of any backend
     stack: list[object] = [data]
     while stack:  # iterative: IR trees may nest deeper than Python's recursion limit
         node = stack.pop()

@@ -95,24 +95,24 @@ def powi_steps(n: int) -> list[tuple[str, int]]:
     return out
 
 
-def powi_float(x: float, n: int) -> float:
+def powi_float(x: float, n: int, rnd: Callable[[float], float] = f32) -> float:
     """f32 `x ** n` for a static integer n: 1.0 for n == 0 (also for NaN), the products of `powi_steps` rounded
-    one by one, and for n < 0 the f32 quotient 1.0 / (x ** -n)."""
+    one by one, and for n < 0 the f32 quotient 1.0 / (x ** -n). (`rnd=float`: the same in f64.)"""
     if n == 0:
         return 1.0
     acc: float | None = None
     p = x
     for what, _ in powi_steps(abs(n)):
         if what == "acc":
-            acc = p if acc is None else f32(acc * p)
+            acc = p if acc is None else rnd(acc * p)
         else:
-            p = f32(p * p)
+            p = rnd(p * p)
     assert acc is not None
     if n > 0:
         return acc
     if acc == 0:
         return math.copysign(math.inf, acc)
-    return f32(1.0 / acc)
+    return rnd(1.0 / acc)
 
 
 def powi_int(x: int, n: int, bits: int, signed: bool) -> int:
@@ -124,13 +124,13 @@ def _odd_integer(y: float) -> bool:
     return math.isfinite(y) and y == math.trunc(y) and math.fmod(y, 2.0) != 0
 
 
-def pow_float(x: float, y: float) -> float:
+def pow_float(x: float, y: float, rnd: Callable[[float], float] = f32) -> float:
     """f32 `x ** y` for a float or runtime exponent: C99/IEEE `pow` (pow(x, 0) == 1 and pow(1, y) == 1 even for
     NaN, a negative base with a non-integer exponent is NaN, pow(±0, negative) is ±inf, pow(-inf, 0.5) is inf),
     computed in f64 and rounded once. (Python's math.pow is C99's but raises where C99 signals; numpy's power
-    takes shortcuts such as sqrt for 0.5, which differ at -inf.)"""
+    takes shortcuts such as sqrt for 0.5, which differ at -inf.) (`rnd=float`: f64 `pow`, not rounded.)"""
     try:
-        return f32(math.pow(x, y))
+        return rnd(math.pow(x, y))
     except OverflowError:
         return -math.inf if x < 0 and _odd_integer(y) else math.inf
     except ValueError:
@@ -239,25 +239,30 @@ F32_FUNCS: dict[str, Callable[..., float]] = {
 
 
 def reference_math(
-    fn: str, args: list[Callable[[Any], Any]], ty_bits: int | None, signed: bool, on_bad_count: Callable[[int], None]
+    fn: str,
+    args: list[Callable[[Any], Any]],
+    ty_bits: int | None,
+    signed: bool,
+    on_bad_count: Callable[[int], None],
+    rnd: Callable[[float], float] = f32,
 ) -> Callable[[Any], Any]:
     """The reference closure of `ir.Math(fn)` for the functions of this module. `ty_bits`/`signed`: the result's
-    integer width and signedness (None for f32 and bool results); `on_bad_count(n)` reports a negative shift
-    count (a spec bug) before the fallback applies."""
+    integer width and signedness (None for float and bool results); `on_bad_count(n)` reports a negative shift
+    count (a spec bug) before the fallback applies; `rnd` rounds a float result (`float` for f64 results)."""
     if fn in F32_FUNCS:
         f = F32_FUNCS[fn]
         if len(args) == 1:
             (a0,) = args
-            return lambda fr: f32(f(a0(fr)))
+            return lambda fr: rnd(f(a0(fr)))
         a0, a1 = args
-        return lambda fr: f32(f(a0(fr), a1(fr)))
+        return lambda fr: rnd(f(a0(fr), a1(fr)))
     if fn in PREDICATES:
         pred = {"isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite}[fn]
         (a0,) = args
         return lambda fr: pred(a0(fr))
     if fn == "pow":
         a0, a1 = args
-        return lambda fr: pow_float(a0(fr), a1(fr))
+        return lambda fr: pow_float(a0(fr), a1(fr), rnd)
     if fn == "sign":
         (a0,) = args
         if ty_bits is None:
@@ -266,7 +271,7 @@ def reference_math(
     if fn == "powi":
         a0, a1 = args
         if ty_bits is None:
-            return lambda fr: powi_float(a0(fr), a1(fr))
+            return lambda fr: powi_float(a0(fr), a1(fr), rnd)
         bits = ty_bits
         return lambda fr: powi_int(a0(fr), a1(fr), bits, signed)
     if fn == "invert":

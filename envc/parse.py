@@ -215,7 +215,10 @@ def quoted_positions(raw: str, style: str, line: int, col: int) -> tuple[tuple[t
 
 _BINOPS = {"or_": "or", "and_": "and", "bit_or": "|", "bit_xor": "^", "bit_and": "&"}
 # parse-tree nodes that do not nest in the typed IR (lists, clauses, operator tokens)
-_FLAT = {"expr_only", "elif_clause", "else_clause", "add_op", "mul_op", "shift_op", "comp_op", "assign_op"}
+_FLAT = {
+    *("expr_only", "exprs_only", "elif_clause", "else_clause"),
+    *("add_op", "mul_op", "shift_op", "comp_op", "assign_op"),
+}
 
 
 class _AstError(Exception):
@@ -269,6 +272,13 @@ class _ToAst:
             "continue_stmt": lambda m, c: ast.Continue(self._s(m)),
             "match_stmt": lambda m, c: ast.Match(c[0], tuple(c[1:]), self._s(m)),
             "case_clause": lambda m, c: ast.Case(tuple(str(t) for t in c[:-1]), c[-1], self._s(m)),
+            # array values and functions that return several values (language 1.1)
+            "array_lit": lambda m, c: ast.ArrayLit(c[0] or (), self._s(m)),
+            "tuple": lambda m, c: ast.Tuple(tuple(c), self._s(m)),
+            "exprs_only": lambda m, c: ast.Tuple(tuple(c), self._s(m)),
+            "return_many": lambda m, c: ast.Return(ast.Tuple(tuple(c), self._items(c)), self._s(m)),
+            "let_many": self.let_many,
+            "assign_many": self.assign_many,
         }
         for op in ("add_op", "mul_op", "shift_op", "comp_op", "assign_op"):
             self.handlers[op] = lambda m, c: str(c[0])
@@ -364,6 +374,22 @@ class _ToAst:
         return ast.GenCall(name, c[1], str(c[2]), c[3], c[4], self._s(meta), c[0].span)
 
     # statements
+    def _items(self, c: list[Any]) -> Span:
+        """The span from the first to the last of several expressions."""
+        a, b = c[0].span, c[-1].span
+        return Span(a.path, a.line, a.col, b.end_line, b.end_col)
+
+    def let_many(self, meta: Any, c: list[Any]) -> ast.LetMany:
+        names = c[:-1]
+        spans = tuple(self.snip.span(t.line, t.column, t.end_line, t.end_column) for t in names)
+        return ast.LetMany(tuple(str(t) for t in names), spans, c[-1], self._s(meta))
+
+    def assign_many(self, meta: Any, c: list[Any]) -> ast.AssignMany:
+        for target in c[:-1]:
+            if not isinstance(target, (ast.Name, ast.Index, ast.Attr)):
+                raise _AstError(target.span, "cannot assign to this expression")
+        return ast.AssignMany(tuple(c[:-1]), c[-1], self._s(meta))
+
     def expr_stmt(self, meta: Any, c: list[Any]) -> ast.Stmt:
         if c[1] is None:
             return ast.ExprStmt(c[0], self._s(meta))  # the checker says if it does nothing

@@ -46,6 +46,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "functions": "Pure helpers returning a value: `params`, `returns` and `body`.",
         "procedures": "Helpers that may change state and draw randomness: `params` and `body` (statements).",
         "illegal_action_penalty": "Reward of a player who plays an illegal action.",
+        "oracle": "The original environment the spec claims to be and where it keeps each state field, for "
+        "`envc verify SPEC --against TARGET` (docs/oracle.md); backends ignore it.",
     },
     "ParamDecl": {"doc": "Free text describing the parameter."},
     "EnumDecl": {
@@ -53,7 +55,7 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "doc": "Free text describing the enum.",
     },
     "RecordField": {
-        "type": "bool, i8, i16, i32, u32, f32 or an enum.",
+        "type": "bool, i8, i16, i32, u32, f32, f64 or an enum.",
         "shape": "Static dimensions of an array part (ints or static names).",
         "doc": "Free text describing the record field.",
     },
@@ -62,7 +64,7 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "doc": "Free text describing the record type.",
     },
     "ConstDecl": {
-        "type": "bool, i8, i16, i32, u32, f32 or an enum.",
+        "type": "bool, i8, i16, i32, u32, f32, f64 or an enum.",
         "shape": "Static dimensions (ints or static names); `[]` for a scalar.",
         "value": "A nested list matching `shape` (row-major), or one scalar that fills the shape.",
         "file": "A CSV or YAML file beside the spec holding the values (instead of `value`).",
@@ -80,7 +82,7 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "doc": "Free text describing the table.",
     },
     "FieldDecl": {
-        "type": "bool, i8, i16, i32, u32, f32, an enum or a record type.",
+        "type": "bool, i8, i16, i32, u32, f32, f64, an enum or a record type.",
         "shape": "Static dimensions (ints or static names).",
         "per_player": "Prepend a dimension of size `players`.",
         "init": "Initial value: a scalar fills the field, or a nested list of the full shape (default zero).",
@@ -123,7 +125,7 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "doc": "Free text describing the rule.",
     },
     "ObsField": {
-        "type": "bool, i8, i16, i32, u32, f32 or an enum.",
+        "type": "bool, i8, i16, i32, u32, f32, f64 or an enum.",
         "shape": "Static dimensions (ints or static names).",
         "low": "Declared lower bound (observation space).",
         "high": "Declared upper bound (observation space).",
@@ -136,7 +138,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
     },
     "CallableDecl": {
         "params": "Parameter name -> type (read-only locals in the body).",
-        "returns": "Result type of a function (procedures return nothing).",
+        "returns": "Result type of a function (procedures return nothing); a list of types for a function that "
+        "returns several values (`returns: [f32, f32]`, `return a, b`, `let x, v = f(...)`).",
         "body": "A function: one expression, or statements ending with `return VALUE`. A procedure: statements.",
         "doc": "Free text describing the function or procedure.",
     },
@@ -182,6 +185,12 @@ EXAMPLES: dict[str, list[Any]] = {
     ],
     "procedures": [{"draw": {"params": {"pl": "i32"}, "body": "push(hand[pl], pop(deck[pl]))"}}],
     "illegal_action_penalty": [-1.0],
+    "oracle": [
+        {
+            "target": "gymnasium:CartPole-v1",
+            "fields": {"x": "state[0]", "x_dot": "state[1]", "theta": "state[2]", "theta_dot": "state[3]"},
+        }
+    ],
     "todo": [[{"name": "attack", "target": "actions.attack", "text": "Choose one of your Active creature's attacks."}]],
 }
 

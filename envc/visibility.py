@@ -39,7 +39,7 @@ class Visibility:
         data: dict[str, list[Any]] = {}
         for f in self.spec.fields:
             w = wrapper(f.ty.dtype)
-            conv = float if f.ty.dtype is DType.F32 else (bool if f.ty.dtype is DType.BOOL else int)
+            conv = float if f.ty.dtype.is_float else (bool if f.ty.dtype is DType.BOOL else int)
             data[f.name] = [w(conv(v)) for v in np.asarray(d[f.name]).reshape(-1).tolist()]
         return data
 

@@ -602,7 +602,7 @@ observation:
         ("b = ~b", 11, "E040", "`~` is bitwise not on integers; for a bool write `not x`"),
         ("x = round(x, 2)", 11, "E042", "round(...) takes 1 argument(s), got 2"),
         ("u = u & (-1 << n)", 11, "E040", "literal -1 does not fit in u32"),
-        ("x = x ** ** 2", 16, "E020", "unexpected '**'; expected one of a name, a number, '+', '-', '~', '('"),
+        ("x = x ** ** 2", 16, "E020", "unexpected '**'; expected one of a name, a number, '+', '-', '~', '[', '('"),
     ],
 )
 def test_newcomer_diagnostics(tmp_path: Path, body: str, where: int, code: str, message: str) -> None:

@@ -97,7 +97,7 @@ class Checker:
 
     # ---- types and shapes ----------------------------------------------
     def scalar_type(self, name: str, keys: Path, allow_records: bool = False) -> Ty | None:
-        if name in ("bool", "i8", "i16", "i32", "u32", "f32"):
+        if name in ("bool", "i8", "i16", "i32", "u32", "f32", "f64"):
             return Ty(dtype=DType(name))
         sym = self.symbols.get(name)
         if isinstance(sym, EnumSym):
@@ -106,7 +106,7 @@ class Checker:
             return Ty(dtype=DType.I32, enum=None)
         if name in self.env.broken:
             return None
-        hint = did_you_mean(name, ["bool", "i8", "i16", "i32", "u32", "f32", *self.symbols, *self.records])
+        hint = did_you_mean(name, ["bool", "i8", "i16", "i32", "u32", "f32", "f64", *self.symbols, *self.records])
         self.diags.error(self.at(*keys), "E030", f"unknown type '{name}'{hint}")
         return None
 
@@ -242,7 +242,7 @@ class Checker:
             if ty is None:
                 continue
             if ty.enum:
-                self.diags.error(self.at(*keys), "E012", "params must be bool, sized int or f32")
+                self.diags.error(self.at(*keys), "E012", "params must be bool, sized int, f32 or f64")
                 continue
             vals = self.values(decl.default, ty, keys)
             if vals is None:
@@ -426,7 +426,7 @@ class Checker:
                 shp = self.shape(f.shape, keys + ("shape",))
                 if ety is None or cap is None or shp is None:
                     continue
-                if ety.dtype in (DType.F32, DType.BOOL):
+                if ety.dtype.is_float or ety.dtype is DType.BOOL:
                     self.diags.error(self.at(*keys, "zone"), "E012", "zone elements must be integers or enums")
                     continue
                 outer = outer_pp + shp
@@ -545,16 +545,29 @@ class Checker:
                     if ty is not None:
                         params.append((pname, ty))
                 returns = None
+                results: tuple[Ty, ...] = ()  # `returns: [f32, f32]`: several values (envc/check/values.py)
                 if section == "functions":
                     if c.returns is None:
                         self.diags.error(self.key_at(*keys), "E010", f"function '{name}' needs `returns: TYPE`")
                         continue
-                    returns = self.value_type(c.returns, keys + ("returns",))
+                    if isinstance(c.returns, list):
+                        if not c.returns:
+                            msg = "`returns: []` lists no type; write `returns: f32`, or `returns: [f32, f32]` for two"
+                            self.diags.error(self.at(*keys, "returns"), "E012", msg)
+                            continue
+                        types = [self.value_type(t, keys + ("returns", k)) for k, t in enumerate(c.returns)]
+                        if any(t is None for t in types):
+                            continue
+                        results = tuple(t for t in types if t is not None) if len(types) > 1 else ()
+                        returns = types[0]
+                    else:
+                        returns = self.value_type(c.returns, keys + ("returns",))
                     if returns is None:
                         continue
                 elif c.returns is not None:
                     self.diags.error(self.at(*keys, "returns"), "E012", "procedures return nothing; make it a function")
-                self.define(name, CallableSym(name, tuple(params), returns, self.key_at(*keys)), keys, section[:-1])
+                sym = CallableSym(name, tuple(params), returns, self.key_at(*keys), results)
+                self.define(name, sym, keys, section[:-1])
 
     # ---- bodies --------------------------------------------------------
     def snippet(self, keys: Path) -> Snippet | None:
@@ -610,6 +623,7 @@ class Checker:
                     where=f"function '{name}'" if sym.returns else f"procedure '{name}'",
                     pure=sym.returns is not None,
                     returns=sym.returns,
+                    results=sym.results,
                     caller=name,
                 )
                 body: tuple[ir.Stmt, ...]
@@ -621,7 +635,13 @@ class Checker:
                     self.env.random_callables.add(name)
                 out.append(
                     ir.CallableInfo(
-                        name=name, params=sym.params, returns=sym.returns, body=body, random=rnd, span=sym.span
+                        name=name,
+                        params=sym.params,
+                        returns=sym.returns,
+                        body=body,
+                        random=rnd,
+                        span=sym.span,
+                        results=sym.results,
                     )
                 )
         return out
@@ -634,6 +654,8 @@ class Checker:
         tree = parse_function_body(snip, self.diags) if snip is not None else None
         if tree is None:
             return (), False
+        if not isinstance(tree, tuple) and (ctx.results or isinstance(tree, ast.Tuple)):
+            tree = (ast.Return(tree, tree.span),)  # `a, b`: several values, checked as `return a, b`
         if not isinstance(tree, tuple):
             x = self.typed_expr(tree, ctx, locals_, returns, self.at(*keys))
             return (ir.ReturnS(value=x, span=x.span),), False
@@ -831,6 +853,37 @@ class Checker:
             where = f" ({item.target})" if item.target else ""
             self.diags.warning(self.at("todo", i), "W001", f"'{item.name}' is not formalized yet{where}: {text}")
 
+    def check_oracle(self) -> ir.OracleInfo | None:
+        """The `oracle:` section: a well-formed target, and every mapped or chance field a state field (E030)."""
+        o = self.doc.oracle
+        if o is None:
+            return None
+        if o.target and not re.fullmatch(r"[^:\s]+:[^:\s]+", o.target):
+            self.diags.error(
+                self.at("oracle", "target"),
+                "E012",
+                f"oracle target '{o.target}' is not `gymnasium:ENV_ID`, `pgx:ENV_ID` or `MODULE:FACTORY`",
+            )
+        names = [f.name for f in self.fields]
+        for name in [*o.fields, *o.chance]:
+            if name in names or name in self.env.broken:
+                continue
+            keys = ("oracle", "fields", name) if name in o.fields else ("oracle", "chance", o.chance.index(name))
+            where = self.key_at(*keys) if name in o.fields else self.at(*keys)
+            self.diags.error(where, "E030", f"oracle maps unknown state field '{name}'{did_you_mean(name, names)}")
+        for i, name in enumerate(o.chance):
+            if name in names and name not in o.fields:
+                self.diags.error(
+                    self.at("oracle", "chance", i), "E012", f"chance field '{name}' needs a mapping in oracle.fields"
+                )
+        return ir.OracleInfo(
+            target=o.target,
+            fields=tuple(o.fields.items()),
+            chance=tuple(o.chance),
+            observation=o.observation,
+            span=self.key_at("oracle"),
+        )
+
     def run(self) -> ir.SpecIR | None:
         doc = self.doc
         self.ident(doc.name, ("name",), "spec", reserved=False, value=True)
@@ -898,6 +951,7 @@ class Checker:
         reset = _mark_loops(reset, rand)
         if box is not None:
             box = box.model_copy(update={"effect": _mark_loops(box.effect, rand)})
+        oracle = self.check_oracle()
         if self.diags.has_errors:
             return None
         spec = ir.SpecIR(
@@ -931,6 +985,7 @@ class Checker:
                 )
             ),
             illegal_action_penalty=doc.illegal_action_penalty,
+            oracle=oracle,
         )
         check_budget(spec, self.diags)  # after the IR is complete: the bounds need every body
         return None if self.diags.has_errors else spec
@@ -972,7 +1027,7 @@ def _mark_loops(stmts: tuple[ir.Stmt, ...], rand: set[str]) -> tuple[ir.Stmt, ..
 def _zero(ty: Ty) -> bool | int | float:
     if ty.dtype is DType.BOOL:
         return False
-    return 0.0 if ty.dtype is DType.F32 else 0
+    return 0.0 if ty.dtype.is_float else 0
 
 
 def _infer_type(v: object) -> str:

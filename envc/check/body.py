@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from envc import ast, ir
-from envc.check import loops, mathops
+from envc.check import loops, mathops, values
 from envc.check.action import misplaced as action_misplaced
 from envc.check.symbols import (
     CallableSym,
@@ -20,12 +20,14 @@ from envc.check.symbols import (
     name_problem,
 )
 from envc.diagnostics import Diagnostics, Span, did_you_mean
-from envc.ir import BOOL, F32, I32, DType, Ty
+from envc.f64 import CONSTANTS64, div64
+from envc.ir import BOOL, F32, F64, I32, DType, Ty
+from envc.mathops import f32
 
 REDUCTIONS = {"sum", "any", "all", "count", "min", "max", "argmax", "argmin", "choice"}
 MATH1 = {"sqrt", "sin", "cos", "tan", "exp", "log", "tanh", "floor", "ceil"}
 MATH = MATH1 | {"abs", "min", "max", "clip", "atan2"}
-CASTS = {"i8", "i16", "i32", "u32", "f32", "bool", "int", "float"}
+CASTS = {"i8", "i16", "i32", "u32", "f32", "f64", "bool", "int", "float"}
 ZONE_STMTS = {"push", "insert", "pop", "remove_at", "clear", "shuffle"}
 ZONE_EXPRS = {"count", "len", "top", "contains", "index_of", "capacity"}
 RANDOM = {"uniform", "randint", "bernoulli", "coin"}
@@ -98,15 +100,59 @@ class BodyChecker:
         self.scopes: list[dict[str, LocalVar]] = [dict(locals_ or {})]
         self.weak: dict[int, ir.Expr] = {}  # untyped int literals, kept alive so ids stay unique
         self.weak_shifts: dict[int, ir.Expr] = {}  # `1 << i`: shifts of an untyped literal (mathops.adapt)
+        self.weak_float: dict[int, tuple[ir.Expr, float]] = {}  # float literals and `pi`...: their exact values
         self.uses_random = False
         self.in_generator = 0
         self.broken_locals: set[str] = set()  # `let` names whose value had an error
         self.loops: list[loops.LoopFrame] = []  # the loops around the statement being checked (break/continue)
         self.loop_count = 0  # names of the loop flags (envc/check/loops.py)
+        self.array_items: dict[int, tuple[ir.Expr, tuple[ir.Expr, ...]]] = {}  # array literals as written (values)
+        self.unpacks = 0  # names of the locals `x, v = f(...)` unpacks into (envc/check/values.py)
 
     def is_weak(self, x: ir.Expr) -> bool:
         """Is `x` an int literal whose type adapts to the other operand?"""
         return self.weak.get(id(x)) is x
+
+    def float_literal(self, lit: ir.Lit, exact: float) -> ir.Lit:
+        """Mark the f32 literal `lit` as written in the source: where an f64 is expected it becomes `exact` (6.3)."""
+        self.weak_float[id(lit)] = (lit, exact)
+        return lit
+
+    def exact_float(self, x: ir.Expr) -> float | None:
+        """The source value of a float literal or math constant (before rounding to f32), else None."""
+        got = self.weak_float.get(id(x))
+        return got[1] if got is not None and got[0] is x else None
+
+    def fold_float_literals(self, op: str, a: ir.Expr, b: ir.Expr, span: Span) -> ir.Lit | None:
+        """`+ - * /` of two literals, one of them a float (`pi / 2.0`, `1.0 / 3`): one float literal computed both
+        ways, in f32 (its value: what the f32 operation gives) and in f64 (its exact value, used where an f64 is
+        expected), so a constant expression adapts as a single literal does (6.3). None for anything else."""
+        if op not in ("+", "-", "*", "/") or not (isinstance(a, ir.Lit) and isinstance(b, ir.Lit)):
+            return None
+        xa, xb = self.exact_float(a), self.exact_float(b)
+        if xa is None and xb is None:
+            return None
+        if (xa is None and not self.is_weak(a)) or (xb is None and not self.is_weak(b)):
+            return None
+        da = float(a.value) if xa is None else xa
+        db = float(b.value) if xb is None else xb
+        fa = f32(float(a.value))
+        fb = f32(float(b.value))
+        if op == "/":
+            v32, v64 = f32(div64(fa, fb)), div64(da, db)
+        else:
+            fn: Callable[[float, float], float] = {
+                "+": lambda x, y: x + y,
+                "-": lambda x, y: x - y,
+                "*": lambda x, y: x * y,
+            }[op]
+            v32, v64 = f32(fn(fa, fb)), fn(da, db)
+        return self.float_literal(_lit(v32, F32, span), v64)
+
+    @staticmethod
+    def float_ty(*xs: ir.Expr) -> Ty:
+        """The float type of an operation on `xs`: f64 if any of them is f64, else f32 (6.4)."""
+        return F64 if any(x.ty.dtype is DType.F64 for x in xs) else F32
 
     # ---- diagnostics -------------------------------------------------
     def err(self, span: Span, code: str, msg: str) -> Bail:
@@ -208,7 +254,7 @@ class BodyChecker:
                 raise Bail()  # its declaration was already reported
             const = mathops.constant(n, e.span)  # pi, tau, e, inf: shadowed by any declaration
             if const is not None:
-                return const
+                return self.float_literal(const, CONSTANTS64[n])
             if n in ("break", "continue"):
                 raise self.err(e.span, "E020", loops.misused(n))
             hint = did_you_mean(n, self.names_in_scope())
@@ -291,6 +337,8 @@ class BodyChecker:
     def elementwise(self, e: ast.Binary, a: ir.Expr, b: ir.Expr) -> ir.Expr:
         """`y + dt * k`: + - * / // % between arrays of one static shape, or an array and a scalar."""
         op = e.op
+        if op in values.LIFTED_OPS:  # comparisons, bitwise operators: element by element (envc/check/values.py)
+            return values.lift(self, e, [a, b])
         if op not in ("+", "-", "*", "/", "//", "%"):
             raise self.err(e.span, "E041", f"'{op}' works on scalars only; index the array (arrays take + - * / // %)")
         if a.ty.shape and b.ty.shape and a.ty.shape != b.ty.shape:
@@ -303,21 +351,32 @@ class BodyChecker:
         self.numeric(a, e.a.span, op)
         self.numeric(b, e.b.span, op)
         shape = a.ty.shape or b.ty.shape
-        pa = a if not a.ty.shape else ir.Local(name="__ea__", ty=a.ty.scalar(), span=a.span)
-        pb = b if not b.ty.shape else ir.Local(name="__eb__", ty=b.ty.scalar(), span=b.span)
+        pa = a if not a.ty.shape else values.element(self, a, "__ea__")
+        pb = b if not b.ty.shape else values.element(self, b, "__eb__")
         if op == "/":
-            ty = F32
+            ty = self.float_ty(a, b)
         else:
             _, _, ty = self.unify(pa, pb, e.span, f"operands of '{op}'")
         out = []
         for x, px in ((a, pa), (b, pb)):
             if x.ty.shape:
+                if x.ty.dtype is DType.F32 and ty.dtype is DType.F64 and not (a.ty.shape and b.ty.shape):
+                    raise self.err(
+                        x.span,
+                        "E040",
+                        f"operands of '{op}': an f32 array and an f64 scalar do not mix (arrays are not converted); "
+                        "convert the scalar with f32(...)",
+                    )
                 if x.ty.scalar() != ty.scalar():
+                    lit = values.adapt(self, x, Ty(dtype=ty.dtype, shape=x.ty.shape), x.span, f"operands of '{op}'")
+                    if lit is not None:  # an array literal: its elements convert as literals and scalars do
+                        out.append(lit)
+                        continue
                     raise self.err(
                         x.span,
                         "E040",
                         f"operands of '{op}': array of {x.ty.scalar().show()} and {ty.show()} do not mix; "
-                        f"arrays are not converted, so convert element by element (y[i] = {ty.show()}(x[i]))",
+                        f"arrays are not converted implicitly: convert it with {ty.show()}(...), element by element",
                     )
                 out.append(x)
             else:
@@ -362,9 +421,15 @@ class BodyChecker:
 
     # values
     def value(self, e: ast.Expr) -> ir.Expr:
+        if isinstance(e, ast.Checked):  # an operand typed already (envc/check/values.py)
+            return e.x  # type: ignore[no-any-return]
+        if isinstance(e, ast.ArrayLit):
+            return values.array_lit(self, e)
+        if isinstance(e, ast.Tuple):
+            raise values.misplaced(self, e)
         if isinstance(e, ast.Num):
             if isinstance(e.value, float):
-                return _lit(e.value, F32, e.span)
+                return self.float_literal(_lit(e.value, F32, e.span), e.value)
             lit = _lit(e.value, I32, e.span)
             if not -(2**31) <= e.value < 2**32:
                 raise self.err(e.span, "E040", f"integer literal {e.value} does not fit in 32 bits")
@@ -373,6 +438,9 @@ class BodyChecker:
         if isinstance(e, ast.BoolLit):
             return _lit(e.value, BOOL, e.span)
         if isinstance(e, ast.Unary):
+            lifted, e = values.operands(self, e)  # `-y`, `not m`, `~b` on arrays: element by element
+            if lifted is not None:
+                return lifted
             if e.op == "not":
                 x = self.bool_expr(e.x, "operand of 'not'")
                 return ir.Unary(op="not", x=x, ty=BOOL, span=e.span)
@@ -386,11 +454,15 @@ class BodyChecker:
                 lit = _lit(-x.value, x.ty, e.span)
                 if self.is_weak(x):
                     self.weak[id(lit)] = lit
-                return lit
+                exact = self.exact_float(x)
+                return lit if exact is None else self.float_literal(lit, -exact)
             return ir.Unary(op="neg", x=x, ty=x.ty, span=e.span)
         if isinstance(e, ast.Binary):
             return self.binary(e)
         if isinstance(e, ast.IfExpr):
+            lifted, e = values.operands(self, e)  # an array condition or branch: element by element
+            if lifted is not None:
+                return lifted
             c = self.bool_expr(e.cond)
             a, b = self.scalar(e.a), self.scalar(e.b)
             a, b, ty = self.unify(a, b, e.span, "if/else branches")
@@ -409,8 +481,8 @@ class BodyChecker:
         """Convert a weak int literal to `ty`."""
         assert isinstance(x, ir.Lit)
         v = x.value
-        if ty.dtype is DType.F32:
-            return _lit(float(v), F32, x.span)
+        if ty.dtype.is_float:
+            return _lit(float(v), ty.scalar(), x.span)
         lo, hi = ty.dtype.int_range
         assert isinstance(v, int)
         if not lo <= v <= hi:
@@ -422,6 +494,9 @@ class BodyChecker:
             return x
         if isinstance(x, ir.Lit) and self.is_weak(x):
             return self.fit(x, ty, x.span)
+        exact = self.exact_float(x) if ty.dtype is DType.F64 else None
+        if exact is not None:  # a float literal where an f64 is expected: its source value (6.3)
+            return _lit(exact, ty.scalar(), x.span)
         return ir.Cast(x=x, ty=ty, span=x.span)
 
     def unify(self, a: ir.Expr, b: ir.Expr, span: Span, what: str) -> tuple[ir.Expr, ir.Expr, Ty]:
@@ -439,6 +514,8 @@ class BodyChecker:
             return self.fit(a, tb, span), b, tb.scalar()
         if wb:
             return a, self.fit(b, ta, span), ta.scalar()
+        if ta.dtype is DType.F64 or tb.dtype is DType.F64:  # f64 with f32 or an int: f64 (exact widening)
+            return self.cast(a, F64), self.cast(b, F64), F64
         if ta.dtype is DType.F32 or tb.dtype is DType.F32:
             return self.cast(a, F32), self.cast(b, F32), F32
         if ta.dtype == tb.dtype:
@@ -450,6 +527,10 @@ class BodyChecker:
 
     def binary(self, e: ast.Binary) -> ir.Expr:
         op = e.op
+        if op in ("**", "<<", ">>", "and", "or"):
+            lifted, e = values.operands(self, e)  # on arrays: element by element
+            if lifted is not None:
+                return lifted
         if op == "**":
             return mathops.power(self, e.a, e.b, e.span)
         if op in ("<<", ">>"):
@@ -470,18 +551,22 @@ class BodyChecker:
         if op in ("&", "|", "^"):
             if a.ty.dtype is DType.BOOL and b.ty.dtype is DType.BOOL:
                 return ir.Binary(op=op, a=a, b=b, ty=BOOL, span=e.span)
-            if a.ty.dtype is DType.F32 or b.ty.dtype is DType.F32:
+            if a.ty.dtype.is_float or b.ty.dtype.is_float:
                 if op == "^":
                     raise mathops.xor_error(self, e)
                 raise self.err(e.span, "E040", f"'{op}' needs integers or bools")
         self.numeric(a, e.a.span, op)
         self.numeric(b, e.b.span, op)
+        constant = self.fold_float_literals(op, a, b, e.span)
+        if constant is not None:  # `pi / 2.0`: a literal that adapts as a whole (6.3)
+            return constant
         if op == "/":
-            a, b = self.cast(a, F32), self.cast(b, F32)
-            return ir.Binary(op="/", a=a, b=b, ty=F32, span=e.span)
+            ft = self.float_ty(a, b)
+            a, b = self.cast(a, ft), self.cast(b, ft)
+            return ir.Binary(op="/", a=a, b=b, ty=ft, span=e.span)
         weak = self.is_weak(a) and self.is_weak(b)
         a, b, ty = self.unify(a, b, e.span, f"operands of '{op}'")
-        if ty.dtype is DType.F32 and op in ("&", "|", "^"):
+        if ty.dtype.is_float and op in ("&", "|", "^"):
             raise self.err(e.span, "E040", f"'{op}' needs integers")
         if isinstance(a, ir.Lit) and isinstance(b, ir.Lit) and ty.dtype.is_int:
             folded = _fold(op, a.value, b.value)
@@ -497,14 +582,19 @@ class BodyChecker:
         """Assignment compatibility: ints convert to any int (wrapping) or f32; otherwise types must match."""
         if x.ty.shape and x.ty.shape != ty.shape:
             raise self.err(span, "E041", f"{what}: shape {list(x.ty.shape)} does not match {list(ty.shape)}")
+        lit = values.adapt(self, x, ty, span, what) if isinstance(x, ir.ArrayLit) else None
+        if lit is not None:  # an array literal takes the target's element type, element by element (6.5)
+            return lit
         tgt = ty.scalar()
         src = x.ty.scalar()
         if src == tgt:
             return x
         if tgt.enum or src.enum or tgt.dtype is DType.BOOL or src.dtype is DType.BOOL:
             raise self.err(span, "E040", f"{what}: expected {tgt.show()}, got {src.show()}")
-        if tgt.dtype.is_int and src.dtype is DType.F32:
-            raise self.err(span, "E040", f"{what}: expected {tgt.show()}, got f32; convert with {tgt.show()}(...)")
+        if (tgt.dtype.is_int and src.dtype.is_float) or (tgt.dtype is DType.F32 and src.dtype is DType.F64):
+            raise self.err(
+                span, "E040", f"{what}: expected {tgt.show()}, got {src.show()}; convert with {tgt.show()}(...)"
+            )
         if x.ty.shape:
             raise self.err(span, "E040", f"{what}: array of {src.show()} cannot be stored as {tgt.show()}")
         return self.cast(x, tgt)
@@ -518,7 +608,15 @@ class BodyChecker:
         if isinstance(sym, CallableSym):
             if sym.returns is None:
                 raise self.err(e.span, "E040", f"procedure '{f}' returns nothing; call it as a statement")
+            if sym.results:
+                raise values.several(self, e, sym)
             return ir.CallFn(fn=f, args=self.call_args(sym, e), ty=sym.returns, span=e.span)
+        reduction = f in ("min", "max") and len(args) == 1
+        if sym is None and (f in CASTS or f in mathops.BUILTIN_FNS or (f in MATH and not reduction)):
+            lifted, e = values.operands(self, e)  # math builtins and casts on arrays: element by element
+            if lifted is not None:
+                return lifted
+            args = e.args
         if f in CASTS or (isinstance(sym, EnumSym) and len(args) == 1):
             self.arity(e, 1)
             x = self.scalar(args[0])
@@ -532,6 +630,10 @@ class BodyChecker:
                 assert isinstance(x.value, int)
                 lo, hi = ty.dtype.int_range
                 return _lit((x.value - lo) % (hi - lo + 1) + lo, ty, e.span)  # explicit casts wrap
+            exact = self.exact_float(x) if ty.dtype.is_float else None
+            if exact is not None:  # `f64(0.1)`: the literal's source value; `f32(0.1)`: its f32 value, typed
+                assert isinstance(x, ir.Lit)
+                return _lit(exact if ty.dtype is DType.F64 else x.value, ty, e.span)
             return x if x.ty == ty else ir.Cast(x=x, ty=ty, span=e.span)
         if f in mathops.BUILTIN_FNS:
             return mathops.builtin(self, e)
@@ -556,6 +658,8 @@ class BodyChecker:
                     if len(r.index) >= len(dims):
                         raise self.err(e.span, "E041", "len(...) of a scalar")
                     return _lit(dims[len(r.index)], I32, e.span)
+                if isinstance(r, ir._Expr) and r.ty.shape:  # an array value: a local, a row of one, a result
+                    return _lit(r.ty.shape[0], I32, e.span)
             self.arity(e, 2 if f in ("contains", "index_of") else 1)
             z = self.zone_arg(args[0])
             if f == "capacity":
@@ -611,8 +715,9 @@ class BodyChecker:
         for x, arg in zip(xs, args):
             self.numeric(x, arg.span, f)
         if f in MATH1 or f == "atan2":
-            xs = [self.cast(x, F32) for x in xs]
-            return ir.Math(fn=f, args=tuple(xs), ty=F32, span=e.span)
+            ft = self.float_ty(*xs)
+            xs = [self.cast(x, ft) for x in xs]
+            return ir.Math(fn=f, args=tuple(xs), ty=ft, span=e.span)
         if f == "abs":
             return ir.Math(fn=f, args=(xs[0],), ty=xs[0].ty, span=e.span)
         a, b, ty = self.unify(xs[0], xs[1], e.span, f"arguments of {f}")
@@ -640,7 +745,7 @@ class BodyChecker:
             ty = BOOL if op in ("any", "all") else I32
         elif op == "sum":
             self.numeric(x, span, "sum")
-            ty = F32 if t.dtype is DType.F32 else (t if t.dtype in (DType.I32, DType.U32) else I32)
+            ty = t if t.dtype.is_float else (t if t.dtype in (DType.I32, DType.U32) else I32)
         elif op in ("argmax", "argmin"):
             self.numeric(x, span, op)
             ty = I32
@@ -756,8 +861,14 @@ class BodyChecker:
                     f"`return` is only allowed in functions, not in {self.ctx.where}: there is no early exit; put the "
                     "rest under `if ...:`/`else:` (in a loop, `break` or `continue`)",
                 )
+            if self.ctx.results or isinstance(s.value, ast.Tuple):
+                return values.ret(self, s)  # `return a, b` (envc/check/values.py)
             v = self.shaped(s.value, self.ctx.returns, "return value")
             return [ir.ReturnS(value=v, span=s.span)]
+        if isinstance(s, ast.LetMany):
+            return values.let_many(self, s)
+        if isinstance(s, ast.AssignMany):
+            return values.assign_many(self, s)
         if isinstance(s, ast.If):
             return [self.if_stmt(list(s.branches), s.orelse, s.span)]
         if isinstance(s, ast.For):
@@ -844,7 +955,7 @@ class BodyChecker:
         return [ir.LetS(name=s.name, value=v, span=s.span)]
 
     def type_named(self, name: str, span: Span) -> Ty:
-        if name in ("bool", "i8", "i16", "i32", "u32", "f32"):
+        if name in ("bool", "i8", "i16", "i32", "u32", "f32", "f64"):
             return Ty(dtype=DType(name))
         sym = self.env.symbols.get(name)
         if isinstance(sym, EnumSym):

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 
 from envc import ast, ir
 from envc.check.symbols import ConstSym, LocalVar, StorageSym
+from envc.check.values import zero
 from envc.diagnostics import Span
-from envc.ir import BOOL, I32, DType, Ty
+from envc.ir import BOOL, I32
 
 if TYPE_CHECKING:
     from envc.check.body import Bail, BodyChecker
@@ -201,11 +202,6 @@ def misused(word: str) -> str:
     return f"`{word}` is a statement: write it alone on its line inside a `for` or `while` loop, not in an expression"
 
 
-def _zero(ty: Ty, span: Span) -> ir.Lit:
-    value: bool | int | float = False if ty.dtype is DType.BOOL else 0.0 if ty.dtype is DType.F32 else 0
-    return ir.Lit(value=value, ty=ty.scalar(), span=span)
-
-
 class Segments:
     """The statements of one block; those after a statement that may `break`/`continue` the innermost loop run
     under `if not FLAG:`, one guard per such statement, at this block's level."""
@@ -237,7 +233,7 @@ class Segments:
                 if isinstance(s.value, ir.Lit):
                     self.out.append(s)
                     continue
-                self.out.append(ir.LetS(name=s.name, value=_zero(s.value.ty, s.span), span=s.span))
+                self.out.append(ir.LetS(name=s.name, value=zero(s.value.ty, s.span), span=s.span))  # arrays too
                 s = ir.Assign(
                     target=ir.Target(space="local", name=s.name, ty=s.value.ty, span=s.span), value=s.value, span=s.span
                 )

@@ -86,8 +86,8 @@ def power(chk: BodyChecker, a_ast: ast.Expr, b_ast: ast.Expr, span: Span) -> ir.
             d = a.ty.dtype
             return _lit(powi_int(a.value, n, d.bits, d.signed), a.ty.scalar(), span)  # type: ignore[arg-type]
         return ir.Math(fn="powi", args=(a, _exponent(chk, b, span)), ty=a.ty.scalar(), span=span)
-    if a.ty.dtype is DType.F32 and n is not None:
-        return ir.Math(fn="powi", args=(a, _exponent(chk, b, span)), ty=F32, span=span)
+    if a.ty.dtype.is_float and n is not None:
+        return ir.Math(fn="powi", args=(a, _exponent(chk, b, span)), ty=a.ty.scalar(), span=span)
     if a.ty.dtype.is_int and b.ty.dtype.is_int:
         raise chk.err(
             b_ast.span,
@@ -95,8 +95,9 @@ def power(chk: BodyChecker, a_ast: ast.Expr, b_ast: ast.Expr, span: Span) -> ir.
             "`**` on an integer needs a static exponent (a literal, constant or static param); for a power of two "
             "write `1 << n`, for a float power convert the base: `f32(x) ** n`",
         )
-    a, b = chk.cast(a, F32), chk.cast(b, F32)
-    return ir.Math(fn="pow", args=(a, b), ty=F32, span=span)
+    ft = chk.float_ty(a, b)  # f64 if either is (6.4)
+    a, b = chk.cast(a, ft), chk.cast(b, ft)
+    return ir.Math(fn="pow", args=(a, b), ty=ft, span=span)
 
 
 def _exponent(chk: BodyChecker, b: ir.Expr, span: Span) -> ir.Expr:
@@ -197,8 +198,9 @@ def builtin(chk: BodyChecker, e: ast.Call) -> ir.Expr:
         if isinstance(x, ir.Lit) and isinstance(x.value, int) and chk.is_weak(x):
             return _weak_result(chk, (x.value > 0) - (x.value < 0), e.span, f"sign({x.value})")
         return ir.Math(fn="sign", args=(x,), ty=x.ty.scalar(), span=e.span)
-    args = tuple(chk.cast(x, F32) for x in xs)
-    return ir.Math(fn=f, args=args, ty=BOOL if f in PREDICATES else F32, span=e.span)
+    ft = chk.float_ty(*xs)
+    args = tuple(chk.cast(x, ft) for x in xs)
+    return ir.Math(fn=f, args=args, ty=BOOL if f in PREDICATES else ft, span=e.span)
 
 
 # ---- diagnostics for code ported from Python -------------------------------------------------------------------

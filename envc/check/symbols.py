@@ -31,7 +31,7 @@ KEYWORDS = {
     "true",
     "false",
 }
-DTYPES = {"bool", "i8", "i16", "i32", "u32", "f32"}
+DTYPES = {"bool", "i8", "i16", "i32", "u32", "f32", "f64"}
 RESERVED = (
     KEYWORDS
     | DTYPES
@@ -147,6 +147,7 @@ class CallableSym:
     params: tuple[tuple[str, Ty], ...]
     returns: Ty | None
     span: Span
+    results: tuple[Ty, ...] = ()  # a function that returns several values: their types (`returns` is the first)
 
 
 Symbol = Union[StorageSym, ParamSym, ConstSym, EnumSym, CallableSym]
@@ -169,4 +170,5 @@ class Context:
     pure: bool = False  # no state writes, no randomness, no procedure calls
     obs: bool = False  # observation fields are writable
     returns: Ty | None = None  # inside a function
+    results: tuple[Ty, ...] = ()  # inside a function that returns several values: their types
     caller: str | None = None  # callable being checked (call graph)

@@ -171,7 +171,7 @@ def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, .
                 return False
             raise DataError(span, f"{show(raw)} is not a bool{_hint(raw)}")
         try:
-            raw = float(s) if ty.dtype is DType.F32 else int(s, 0)
+            raw = float(s) if ty.dtype.is_float else int(s, 0)
         except ValueError:
             raise DataError(span, f"{show(raw)} is not {_a(ty.dtype.value)}{_hint(raw)}") from None
     if ty.dtype is DType.BOOL:
@@ -180,7 +180,7 @@ def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, .
         raise DataError(span, f"{show(raw)} is not a bool")
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise DataError(span, f"{show(raw)} is not {_a(ty.dtype.value)}")
-    if ty.dtype is DType.F32:
+    if ty.dtype.is_float:
         return float(raw)
     if isinstance(raw, float):
         if not raw.is_integer():

@@ -10,6 +10,7 @@ from pathlib import Path
 import jinja2
 
 from envc import __version__, ir
+from envc.f64 import uses_f64
 from envc.ir import DType
 from envc.lower_jax.emit import JNP, UNROLL, UNROLL_BUDGET, Emitter, Scope
 from envc.lower_jax.names import PyNames, doc
@@ -22,6 +23,7 @@ NUMPY = {
     DType.I32: "np.int32",
     DType.U32: "np.uint32",
     DType.F32: "np.float32",
+    DType.F64: "np.float64",
 }
 
 
@@ -171,7 +173,8 @@ def _rules_fn(py: PyNames, spec: ir.SpecIR) -> Function:
 
 def _const_value(c: ir.ConstInfo) -> str:
     vals = ", ".join(repr(v) for v in c.values)
-    return f"jnp.asarray(np.array([{vals}], {NUMPY[c.ty.dtype]}).reshape({c.ty.shape}))"
+    array = f"np.array([{vals}], {NUMPY[c.ty.dtype]}).reshape({c.ty.shape})"
+    return f"_f64({array})" if c.ty.dtype is DType.F64 else f"jnp.asarray({array})"  # made with x64: not truncated
 
 
 def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
@@ -328,6 +331,9 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
             "observe": reads_action(spec.observation),
         },
         "no_action": f"np.zeros({spec.box.shape}, np.float32)" if spec.box is not None else "np.int32(-1)",
+        # f64 specs run every package function with x64 enabled (envc/f64.py); their f64 params are float64 arrays
+        "x64": uses_f64(spec),
+        "f64_params": [py.param(p.name) for p in spec.params if not p.static and p.ty.dtype is DType.F64],
     }
     files = {
         f"{package}/__init__.py": env.get_template("__init__.py.j2").render(ctx),
@@ -353,13 +359,13 @@ def _box(o: ir.ObsFieldInfo) -> str:
     dt = o.ty.dtype
     if dt is DType.BOOL:
         lo, hi = 0.0, 1.0
-    elif dt is DType.F32:
+    elif dt.is_float:
         lo, hi = -math.inf, math.inf
     else:
         lo, hi = (float(x) for x in dt.int_range)
     lo = o.low if o.low is not None else lo
     hi = o.high if o.high is not None else hi
-    if dt is not DType.F32:
+    if not dt.is_float:
         return f"spaces.Box({int(lo)}, {int(hi)}, {o.ty.shape}, {JNP[dt]})"
     return f"spaces.Box({_bound(lo)}, {_bound(hi)}, {o.ty.shape}, {JNP[dt]})"
 

@@ -73,6 +73,7 @@ class JaxEnv:
         self.package = self.module.__name__.rsplit(".", 1)[0]
         self.env = self.module.Env()
         self.params = self.env.default_params.replace(**(params or {})) if params else self.env.default_params
+        self.params = self.env.typed_params(self.params)  # f64 params as float64 arrays (envc/f64.py)
         self.num_players = spec.players
         self.num_actions = spec.num_actions
         self._init = jax.jit(self.env.init)

@@ -24,6 +24,7 @@ JNP = {
     DType.I32: "jnp.int32",
     DType.U32: "jnp.uint32",
     DType.F32: "jnp.float32",
+    DType.F64: "jnp.float64",  # only in packages that run with x64 (envc/f64.py)
 }
 UNROLL = 16  # loops with at most this many iterations may be unrolled; longer ones use lax.fori_loop
 UNROLL_BUDGET = 400  # ... and only while iterations x body size (IR nodes) stays within this, to bound compile time
@@ -49,6 +50,13 @@ def literal(value: bool | int | float, ty: Ty) -> str:
             # the barrier keeps every +0.0 that comes from a literal out of its reach
             return "jax.lax.optimization_barrier(jnp.float32(0.0))"
         return f"jnp.float32({v!r})"
+    if ty.dtype is DType.F64:
+        v = float(value)
+        if math.isnan(v) or math.isinf(v):
+            return f"jnp.float64({'-' if v < 0 else ''}jnp.{'nan' if math.isnan(v) else 'inf'})"
+        if v == 0 and math.copysign(1.0, v) > 0:
+            return "jax.lax.optimization_barrier(jnp.float64(0.0))"  # as for f32
+        return f"jnp.float64({v!r})"
     lo, hi = ty.dtype.int_range
     return f"{JNP[ty.dtype]}({(int(value) - lo) % (hi - lo + 1) + lo})"
 
@@ -226,10 +234,11 @@ class Emitter:
             return f"({x} != 0)"
         if e.ty.enum is not None:
             return f"to_enum({x}, {self.enums[e.ty.enum]})"
-        if src is DType.F32 and dst is not DType.F32:
+        if src.is_float and not dst.is_float:
             return f"float_to_int({x}, {JNP[dst]})"
-        if dst is DType.F32 and isinstance(e.x, ir.Lit):
-            return literal(float(e.x.value), e.ty)  # `f32(0)` is a literal +0.0 (see `literal`)
+        if dst.is_float and isinstance(e.x, ir.Lit):  # `f32(0)` is a literal +0.0 (see `literal`)
+            v = float(e.x.value)
+            return literal(f32(v) if src is DType.F32 else v, e.ty)  # an f32 literal widened keeps its f32 value
         return f"jnp.asarray({x}).astype({JNP[dst]})"
 
     def x_select(self, e: ir.Select, sc: Scope) -> str:
@@ -253,7 +262,7 @@ class Emitter:
             return f"{pos}[choice_index(jax.random.fold_in({sc.key}, {site}), {mask})]"
         if op in ("argmax", "argmin"):
             return f"{op}_where({vals}, {cond or 'None'}, {pos})"
-        if ty.dtype is DType.F32 and op == "sum":
+        if ty.dtype.is_float and op == "sum":
             # from +0.0, in order, rounding after each addition (XLA's reductions reassociate); the running sum
             # is never -0.0, so adding 0.0 for a value filtered out changes nothing
             zero = literal(0.0, ty)
@@ -278,7 +287,7 @@ class Emitter:
         return f"jnp.{op}({vals}{where}, initial={JNP[elt_ty.dtype]}({empty}))"
 
     def empty_value(self, op: str, ty: Ty) -> str:
-        if ty.dtype is DType.F32:
+        if ty.dtype.is_float:
             return "jnp.inf" if op == "min" else "-jnp.inf"
         if ty.enum is not None:
             return "0"
@@ -318,10 +327,10 @@ class Emitter:
             self.line(f"return {elt}, {cond}" if cond is not None else f"return {elt}")
         if cond is not None:
             conds = self.fresh("keep")
-            self.line(f"{vals}, {conds} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
+            self.line(f"{vals}, {conds} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}, dtype=jnp.int32))")
         else:
-            self.line(f"{vals} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}))")
-        pos = f"jnp.arange({e.start}, {e.stop})"
+            self.line(f"{vals} = jax.vmap({fname})(jnp.arange({e.start}, {e.stop}, dtype=jnp.int32))")
+        pos = f"jnp.arange({e.start}, {e.stop}, dtype=jnp.int32)"
         return self._reduce(e.op, e.ty, e.elt.ty, vals, conds if cond is not None else None, pos, n, e.site, sc)
 
     def reduce_unrolled(self, e: ir.Reduce, sc: Scope) -> str:
@@ -336,14 +345,14 @@ class Emitter:
                 conds.append(self.expr(e.cond, inner))
         vals = self.bind("values", f"jnp.stack([{', '.join(elts)}])")
         keep = self.bind("keep", f"jnp.stack([{', '.join(conds)}])") if conds else None
-        pos = f"jnp.arange({e.start}, {e.stop})"
+        pos = f"jnp.arange({e.start}, {e.stop}, dtype=jnp.int32)"
         return self._reduce(e.op, e.ty, e.elt.ty, vals, keep, pos, e.stop - e.start, e.site, sc)
 
     def x_reduce_array(self, e: ir.ReduceArray, sc: Scope) -> str:
         x = self.expr(e.x, sc)
         n = math.prod(e.x.ty.shape)
         vals = self.bind("values", f"jnp.ravel({x})")
-        return self._reduce(e.op, e.ty, e.x.ty, vals, None, f"jnp.arange({n})", n, e.site, sc)
+        return self._reduce(e.op, e.ty, e.x.ty, vals, None, f"jnp.arange({n}, dtype=jnp.int32)", n, e.site, sc)
 
     def x_random(self, e: ir.Random, sc: Scope) -> str:
         k = f"jax.random.fold_in({sc.key}, {e.site})"
@@ -399,7 +408,7 @@ class Emitter:
         hits = f"jnp.logical_and({row} == {v}, jnp.arange({e.zone.capacity}) < {count})"
         if e.op == "contains":
             return f"jnp.any({hits})"
-        return f"jnp.where(jnp.any({hits}), jnp.argmax({hits}).astype(jnp.int32), jnp.int32(-1))"
+        return f"jnp.where(jnp.any({hits}), first_true({hits}), jnp.int32(-1))"
 
     def zone_row(self, z: ir.ZoneRef, sc: Scope) -> tuple[str, str]:
         data = self.var(sc, "state", z.name)
@@ -409,6 +418,29 @@ class Emitter:
         outer = self.shapes[("state", z.name + ".count")]
         idx = self.bind("at", f"({self.read_index(z.index, outer, sc)},)")
         return f"{data}[{idx}]", f"{cnt}[{idx}]"
+
+    # ---- array literals, elementwise maps, several values (language 1.1) -----------------------------------
+    def x_array(self, e: ir.ArrayLit, sc: Scope) -> str:
+        """`[a, b, c]`: the items stacked along a new first axis."""
+        items = ", ".join(self.expr(x, sc) for x in e.items)
+        return f"jnp.stack([{items}]).astype({JNP[e.ty.dtype]})"
+
+    def x_map(self, e: ir.Map, sc: Scope) -> str:
+        """The scalar body over whole arrays: its operations are elementwise and broadcast a scalar operand."""
+        inner = sc.copy()
+        for name, a in zip(e.names, e.args):
+            inner.vars[f"local:{name}"] = self.bind("element", self.expr(a, sc))
+        return f"jnp.broadcast_to({self.expr(e.body, inner)}, {e.ty.shape})"
+
+    def x_values(self, e: ir.Values, sc: Scope) -> str:
+        """`return a, b`: a tuple."""
+        return f"({', '.join(self.expr(x, sc) for x in e.items)},)"
+
+    def s_unpack(self, s: ir.Unpack, sc: Scope) -> None:
+        """`x, v = f(...)`: each value of the returned tuple into its local."""
+        got = self.expr(s.value, sc)
+        for k, t in enumerate(s.targets):
+            self.write(t, f"{got}[{k}]", sc)
 
     # ---- statements ----------------------------------------------------
     def block(self, stmts: tuple[ir.Stmt, ...], sc: Scope) -> None:
@@ -652,7 +684,7 @@ class Emitter:
         for k in reversed(range(len(loops))):
             in_axes = ", ".join("0" if j == k else "None" for j in range(len(loops)))
             mapped = f"jax.vmap({mapped}, in_axes=({in_axes},))"
-        ranges = ", ".join(f"jnp.arange({lp.start}, {lp.stop})" for lp in loops)
+        ranges = ", ".join(f"jnp.arange({lp.start}, {lp.stop}, dtype=jnp.int32)" for lp in loops)
         vals = [self.fresh("cell_values") for _ in writes]
         self.line(f"{', '.join(vals)}, = {mapped}({ranges})")
         for st, idx, v in zip(writes, fixed, vals):
@@ -686,6 +718,8 @@ class Emitter:
                     out.add(f"{s.out.space}:{s.out.name}")
             elif isinstance(s, ir.CallProc):
                 out |= {k for k in self.written(self.callables[s.proc].body, sc) if not k.startswith("local:")}
+            elif isinstance(s, ir.Unpack):
+                out |= {f"{t.space}:{t.name}" for t in s.targets}
         return out
 
     def s_zone_op(self, s: ir.ZoneOp, sc: Scope) -> None:

@@ -42,11 +42,11 @@ def emit(em: Emitter, e: ir.Math, sc: Scope) -> str:
     if e.fn in _JNP:
         return f"{_JNP[e.fn]}({', '.join(em.expr(a, sc) for a in e.args)})"
     if e.fn == "sign":
-        if e.ty.dtype is not DType.F32:
+        if not e.ty.dtype.is_float:
             return f"jnp.sign({em.expr(e.args[0], sc)})"
         # NaN and ±0.0 pass through (XLA's sign of a constant -0.0 folds to +0.0)
         v = em.bind("signed", em.expr(e.args[0], sc))
-        one = "jnp.float32(1.0)"
+        one = f"{JNP[e.ty.dtype]}(1.0)"
         return f"jnp.where({v} > 0, {one}, jnp.where({v} < 0, -{one}, {v}))"
     x, n = e.args
     if e.fn == "powi":
@@ -66,8 +66,8 @@ def emit(em: Emitter, e: ir.Math, sc: Scope) -> str:
 
 
 def _powi(em: Emitter, x: str, n: int, ty: ir.Ty) -> str:
-    """`x ** n`: 1 for n == 0, the products of `powi_steps(|n|)` in order, then 1 / that for n < 0 (f32)."""
-    from envc.lower_jax.emit import literal
+    """`x ** n`: 1 for n == 0, the products of `powi_steps(|n|)` in order, then 1 / that for n < 0 (f32, f64)."""
+    from envc.lower_jax.emit import JNP, literal
 
     if n == 0:
         return literal(1, ty)
@@ -79,4 +79,4 @@ def _powi(em: Emitter, x: str, n: int, ty: ir.Ty) -> str:
         else:
             p = em.bind("square", f"{p} * {p}")
     assert acc is not None
-    return acc if n > 0 else f"(jnp.float32(1.0) / {acc})"
+    return acc if n > 0 else f"({JNP[ty.dtype]}(1.0) / {acc})"

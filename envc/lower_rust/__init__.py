@@ -20,7 +20,18 @@ import jinja2
 from envc import __version__, ir
 from envc.ir import DType
 from envc.lower_rust import lanes
-from envc.lower_rust.emit import ARRAY_KIND, RUST, Analysis, Ctx, Emitter, conv, f32_literal, int_literal, paren
+from envc.lower_rust.emit import (
+    ARRAY_KIND,
+    RUST,
+    Analysis,
+    Ctx,
+    Emitter,
+    conv,
+    f32_literal,
+    f64_literal,
+    int_literal,
+    paren,
+)
 from envc.lower_rust.names import Names, comment_lines, comment_text, py_doc, py_literal, rust_str, toml_value
 
 HERE = Path(__file__).resolve().parent
@@ -33,6 +44,7 @@ NUMPY = {
     DType.I32: "np.int32",
     DType.U32: "np.uint32",
     DType.F32: "np.float32",
+    DType.F64: "np.float64",
 }
 
 
@@ -129,9 +141,10 @@ class Lowering:
                 assert isinstance(last, ir.ReturnS)
                 em.line(conv(em.expr(last.value, Ctx()), last.value.ty, c.returns, self.enums))
                 args = self.sig(c.body, False, False) + params
-                self.functions.append(
-                    Function(self.names.fn(c.name), ", ".join(args), self.value_ty(c.returns), em.lines, doc)
-                )
+                ret = self.value_ty(c.returns)
+                if c.results:  # a function that returns several values: a tuple
+                    ret = f"({', '.join(self.value_ty(t) for t in c.results)})"
+                self.functions.append(Function(self.names.fn(c.name), ", ".join(args), ret, em.lines, doc))
             else:
                 key = self.an.draws(c.body)
                 em.block(c.body, Ctx("key" if key else None))
@@ -523,6 +536,8 @@ class Lowering:
             return "true" if v else "false"
         if ty.dtype is DType.F32:
             return f32_literal(float(v))
+        if ty.dtype is DType.F64:
+            return f64_literal(float(v))
         return int_literal(int(v), ty.dtype)
 
     def array_init(self, values: tuple[bool | int | float, ...], ty: ir.Ty) -> str:
@@ -600,7 +615,7 @@ class Lowering:
                     "ty": self.ty(o.ty),
                     "size": n,
                     "rust_ty": self.ty(o.ty) if not o.ty.shape else f"[{self.ty(o.ty)}; {n}]",
-                    "zero": "false" if o.ty.dtype is DType.BOOL else ("0.0" if o.ty.dtype is DType.F32 else "0"),
+                    "zero": "false" if o.ty.dtype is DType.BOOL else ("0.0" if o.ty.dtype.is_float else "0"),
                     "shape": list(o.ty.shape),
                     "kind": ARRAY_KIND[o.ty.dtype],
                     "scalar": not o.ty.shape,
@@ -771,13 +786,13 @@ def _obs_space(o: ir.ObsFieldInfo) -> dict[str, object]:
     dt = o.ty.dtype
     if dt is DType.BOOL:
         lo, hi = 0.0, 1.0
-    elif dt is DType.F32:
+    elif dt.is_float:
         lo, hi = -math.inf, math.inf
     else:
         lo, hi = (float(x) for x in dt.int_range)
     lo = o.low if o.low is not None else lo
     hi = o.high if o.high is not None else hi
-    if dt is not DType.F32:
+    if not dt.is_float:
         return {
             "name": o.name,
             "low": repr(int(lo)),

@@ -30,6 +30,7 @@ RUST = {
     DType.I32: "i32",
     DType.U32: "u32",
     DType.F32: "f32",
+    DType.F64: "f64",
 }
 ARRAY_KIND = {
     DType.BOOL: "Bool",
@@ -38,6 +39,7 @@ ARRAY_KIND = {
     DType.I32: "I32",
     DType.U32: "U32",
     DType.F32: "F32",
+    DType.F64: "F64",
 }
 
 
@@ -53,6 +55,23 @@ def f32_literal(v: float) -> str:
     if not any(c in text for c in ".e"):
         text += ".0"
     return f"{text}f32"
+
+
+def f64_literal(v: float) -> str:
+    """A Rust f64 literal (the shortest text that reads back as the same double)."""
+    if math.isnan(v):
+        return "f64::NAN"
+    if math.isinf(v):
+        return "f64::INFINITY" if v > 0 else "f64::NEG_INFINITY"
+    text = repr(float(v))
+    if not any(c in text for c in ".e"):
+        text += ".0"
+    return f"{text}f64"
+
+
+# f64 math functions of one argument: std methods (the f32 ones go through `ops`, for sin and cos's polynomial).
+F64_METHOD = {"sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "ln", "tanh": "tanh"}
+F64_METHOD |= {"floor": "floor", "ceil": "ceil"}
 
 
 def int_literal(v: int, dtype: DType) -> str:
@@ -100,7 +119,7 @@ def conv(code: str, src: Ty, dst: Ty, enums: dict[str, int]) -> str:
     if dst.dtype is DType.BOOL:
         if src.dtype is DType.BOOL:
             return code
-        zero = "0.0" if src.dtype is DType.F32 else "0"
+        zero = "0.0" if src.dtype.is_float else "0"
         return f"{paren(code)} != {zero}"
     if dst.enum is not None:
         if src.dtype is DType.BOOL:
@@ -112,6 +131,9 @@ def conv(code: str, src: Ty, dst: Ty, enums: dict[str, int]) -> str:
         return code
     return f"{paren(code)} as {RUST[dst.dtype]}"
 
+
+# f64 `//` and `%` (rust_runtime/src/f64x.rs).
+F64_DIVMOD = ("rt::f64x::floor_div", "rt::f64x::floor_mod")
 
 # Reductions whose whole evaluation costs at most this (in `Analysis.cost` units) are folded branch-free.
 BRANCHLESS_COST = 512.0
@@ -221,7 +243,7 @@ class Analysis:
             return {node.name} & names
         if not isinstance(node, (ir._Expr, ir._Stmt, ir.ZoneRef, ir.Target)):
             return set()
-        out = set()
+        out = {node.name} & names if isinstance(node, ir.Read) and node.space == "local" else set()  # `y[i]`
         for k in type(node).model_fields:
             if k not in ("ty", "span"):
                 out |= Analysis.mentions(getattr(node, k), names)
@@ -241,6 +263,8 @@ def assigned_locals(stmts: tuple[ir.Stmt, ...]) -> set[str]:
     """Locals that these statements assign (so their `let` must be `mut`)."""
     out: set[str] = set()
     for s in stmts:
+        if isinstance(s, ir.Unpack):
+            out |= {t.name for t in s.targets if t.space == "local"}
         if isinstance(s, ir.Assign) and s.target.space == "local":
             out.add(s.target.name)
         elif isinstance(s, ir.ZoneOp) and s.out is not None and s.out.space == "local":
@@ -329,6 +353,8 @@ class Emitter:
             return "true" if value else "false"
         if ty.dtype is DType.F32:
             return f32_literal(float(value))
+        if ty.dtype is DType.F64:
+            return f64_literal(float(value))
         v = int(value)
         if ty.enum is not None:
             info = self.enum_info[ty.enum]
@@ -457,7 +483,7 @@ class Emitter:
         x = self.expr(e.x, ctx)
         if e.op == "not":
             return f"!{paren(x)}"
-        if e.ty.dtype is DType.F32:
+        if e.ty.dtype.is_float:
             return f"-{paren(x)}"
         return f"{paren(x)}.wrapping_neg()"
 
@@ -468,10 +494,9 @@ class Emitter:
         ea = f"{a}[{k}]" if e.a.ty.shape else a
         eb = f"{b}[{k}]" if e.b.ty.shape else b
         dt, op = e.ty.dtype, e.op
-        if dt is DType.F32:
-            one = {"//": f"ops::f32_floor_div({ea}, {eb})", "%": f"ops::f32_floor_mod({ea}, {eb})"}.get(
-                op, f"{ea} {op} {eb}"
-            )
+        if dt.is_float:
+            div, mod = ("ops::f32_floor_div", "ops::f32_floor_mod") if dt is DType.F32 else F64_DIVMOD
+            one = {"//": f"{div}({ea}, {eb})", "%": f"{mod}({ea}, {eb})"}.get(op, f"{ea} {op} {eb}")
         else:
             method = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul", "//": "floor_div"}.get(
                 op, "floor_mod"
@@ -495,11 +520,12 @@ class Emitter:
         dt = e.ty.dtype
         if dt is DType.BOOL or op in ("&", "|", "^"):
             return f"{paren(a)} {op} {paren(b)}"
-        if dt is DType.F32:
+        if dt.is_float:
+            div, mod = ("ops::f32_floor_div", "ops::f32_floor_mod") if dt is DType.F32 else F64_DIVMOD
             if op == "//":
-                return f"ops::f32_floor_div({a}, {b})"
+                return f"{div}({a}, {b})"
             if op == "%":
-                return f"ops::f32_floor_mod({a}, {b})"
+                return f"{mod}({a}, {b})"
             return f"{paren(a)} {op} {paren(b)}"
         method = {"+": "wrapping_add", "-": "wrapping_sub", "*": "wrapping_mul", "//": "floor_div", "%": "floor_mod"}[
             op
@@ -516,7 +542,16 @@ class Emitter:
         if e.fn in mathops.FNS:  # `**`, shifts, `~` and the builtins of language 1.1
             return rust_mathops.emit(self, e, ctx)
         args = [self.typed(a, e.ty if e.fn in ("abs", "min", "max", "clip") else a.ty, ctx) for a in e.args]
-        f32 = e.ty.dtype is DType.F32
+        f32 = e.ty.dtype.is_float  # (f32 or f64)
+        if e.ty.dtype is DType.F64 and e.fn in ("min", "max", "clip"):
+            lo, hi = "rt::f64x::fmax", "rt::f64x::fmin"
+            if e.fn == "clip":
+                return f"{hi}({lo}({args[0]}, {args[1]}), {args[2]})"
+            return f"{hi if e.fn == 'min' else lo}({args[0]}, {args[1]})"
+        if e.ty.dtype is DType.F64 and e.fn in F64_METHOD:
+            return f"{paren(args[0])}.{F64_METHOD[e.fn]}()"
+        if e.ty.dtype is DType.F64 and e.fn == "atan2":
+            return f"{paren(args[0])}.atan2({args[1]})"
         if e.fn == "abs":
             if f32:
                 return f"{paren(args[0])}.abs()"
@@ -600,9 +635,9 @@ class Emitter:
             return f"{it}.filter(|&{v}| {elt}).count() as i32"
         if op == "sum":
             acc = self.fresh("acc")
-            zero = "0.0f32" if e.ty.dtype is DType.F32 else f"0{RUST[e.ty.dtype]}"
+            zero = f"0.0{RUST[e.ty.dtype]}" if e.ty.dtype.is_float else f"0{RUST[e.ty.dtype]}"
             add = f"{acc} + {paren(conv(elt, e.elt.ty, e.ty, self.enums))}"
-            if e.ty.dtype is not DType.F32:
+            if not e.ty.dtype.is_float:
                 add = f"{acc}.wrapping_add({conv(elt, e.elt.ty, e.ty, self.enums)})"
             return f"{it}.fold({zero}, |{acc}, {v}| {add})"
         if op in ("min", "max"):
@@ -610,8 +645,9 @@ class Emitter:
         return f"ops::{op}_of({it}.map(|{v}| ({v}, {elt})))"
 
     def empty_value(self, op: str, ty: Ty) -> str:
-        if ty.dtype is DType.F32:
-            return "f32::INFINITY" if op == "min" else "f32::NEG_INFINITY"
+        if ty.dtype.is_float:
+            t = RUST[ty.dtype]
+            return f"{t}::INFINITY" if op == "min" else f"{t}::NEG_INFINITY"
         if ty.enum is not None:
             return "0i8"
         lo, hi = ty.dtype.int_range
@@ -632,8 +668,8 @@ class Emitter:
             return f"{it}.fold(0i32, |a, x| a + x as i32)"
         if op == "sum":
             acc = self.fresh("acc")
-            if e.ty.dtype is DType.F32:
-                return f"{it}.fold(0.0f32, |{acc}, x| {acc} + x)"
+            if e.ty.dtype.is_float:
+                return f"{it}.fold(0.0{RUST[e.ty.dtype]}, |{acc}, x| {acc} + x)"
             x = conv("x", e.x.ty.scalar(), e.ty, self.enums)
             return f"{it}.fold(0{RUST[e.ty.dtype]}, |{acc}, x| {acc}.wrapping_add({x}))"
         if op in ("min", "max"):
@@ -659,9 +695,16 @@ class Emitter:
 
     def block(self, stmts: tuple[ir.Stmt, ...], ctx: Ctx) -> None:
         skip = False
+        unpacked = 0  # statements already emitted as part of `let (x, v) = f(...)`
         for i, s in enumerate(stmts):
+            if unpacked:
+                unpacked -= 1
+                continue
             if skip:
                 skip = False
+                continue
+            unpacked = self.let_unpack(stmts, i, ctx)
+            if unpacked:
                 continue
             nxt = stmts[i + 1] if i + 1 < len(stmts) else None
             if (
@@ -682,6 +725,65 @@ class Emitter:
                 self.s_let(s, ctx, mutable=s.name in assigned_locals(stmts[i + 1 :]))
             else:
                 getattr(self, "s_" + s.kind)(s, ctx)
+
+    def let_unpack(self, stmts: tuple[ir.Stmt, ...], i: int, ctx: Ctx) -> int:
+        """`let x, v = f(...)` (the IR declares `x` and `v`, then unpacks the call into them) as one Rust `let` of a
+        tuple, when `stmts[i:]` starts so; returns how many statements after `stmts[i]` that took (0: none)."""
+        m = 0
+        while i + m < len(stmts) and isinstance(stmts[i + m], ir.LetS):
+            m += 1
+        unpack = stmts[i + m] if i + m < len(stmts) else None
+        if not isinstance(unpack, ir.Unpack) or m != len(unpack.targets):
+            return 0
+        lets = stmts[i : i + m]
+        if [s.name for s in lets if isinstance(s, ir.LetS)] != [t.name for t in unpack.targets]:
+            return 0
+        later = assigned_locals(stmts[i + m + 1 :])
+        names = ", ".join(f"{'mut ' if t.name in later else ''}{self.local(t.name)}" for t in unpack.targets)
+        types = ", ".join(self.value_ty(t.ty) for t in unpack.targets)
+        self.line(f"let ({names}): ({types}) = {self.expr(unpack.value, ctx)};")
+        return m
+
+    def value_ty(self, t: Ty) -> str:
+        """The Rust type of a value: `[T; N]` for an array of static shape."""
+        return f"[{RUST[t.dtype]}; {math.prod(t.shape)}]" if t.shape else RUST[t.dtype]
+
+    def s_unpack(self, s: ir.Unpack, ctx: Ctx) -> None:
+        """`x, v = f(...)`: the returned tuple, each value into its local (of the value's type)."""
+        tmps = [self.fresh("v") for _ in s.targets]
+        self.line(f"let ({', '.join(tmps)}) = {self.expr(s.value, ctx)};")
+        for t, tmp in zip(s.targets, tmps):
+            self.line(f"{self.local(t.name)} = {tmp};")
+
+    # ---- array literals, elementwise maps, several values (language 1.1) -----------------------------------
+    def x_array(self, e: ir.ArrayLit, ctx: Ctx) -> str:
+        """`[a, b, c]`: a `[T; N]`; rows (each a `[T; M]`) copied one after the other."""
+        items = [self.expr(x, ctx) for x in e.items]
+        if len(e.ty.shape) == 1:
+            return f"[{', '.join(items)}]"
+        m, n = math.prod(e.ty.shape[1:]), math.prod(e.ty.shape)
+        out = self.fresh("rows")
+        zero = self.literal(False if e.ty.dtype is DType.BOOL else 0, e.ty.scalar())
+        rows = " ".join(f"{out}[{k * m}..{(k + 1) * m}].copy_from_slice(&({item}));" for k, item in enumerate(items))
+        return f"{{ let mut {out}: [{RUST[e.ty.dtype]}; {n}] = [{zero}; {n}]; {rows} {out} }}"
+
+    def x_map(self, e: ir.Map, ctx: Ctx) -> str:
+        """The scalar body at each position (`std::array::from_fn`), its locals bound to the arrays' elements there."""
+        k = self.fresh("k")
+        binds, elems = [], []
+        for name, a in zip(e.names, e.args):
+            tmp = self.fresh("m")
+            binds.append(f"let {tmp} = {self.expr(a, ctx)}; ")
+            elem = f"{tmp}[{k}]" if a.ty.shape else tmp
+            elems.append(f"let {self.local(name)}: {RUST[a.ty.dtype]} = {elem}; ")
+        body = self.expr(e.body, ctx)
+        n = math.prod(e.ty.shape)
+        each = f"std::array::from_fn::<{RUST[e.ty.dtype]}, {n}, _>(|{k}| {{ {''.join(elems)}{body} }})"
+        return f"{{ {''.join(binds)}{each} }}"
+
+    def x_values(self, e: ir.Values, ctx: Ctx) -> str:
+        """`return a, b`: a tuple."""
+        return f"({', '.join(self.expr(x, ctx) for x in e.items)})"
 
     def s_let(self, s: ir.LetS, ctx: Ctx, mutable: bool = True) -> None:
         mut = "mut " if mutable else ""

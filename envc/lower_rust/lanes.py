@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from envc import ir
+from envc.f64 import uses_f64
 from envc.ir import DType
 from envc.lower_rust.emit import RUST, Analysis, Ctx, Emitter, paren
 from envc.lower_rust.names import Names
@@ -41,7 +42,7 @@ class LanePlan:
 
 def plan(spec: ir.SpecIR, an: Analysis) -> LanePlan | None:
     """The lane kernel of `spec`, or None when it does not qualify."""
-    if spec.box is not None or len(spec.actions) != 1:
+    if spec.box is not None or len(spec.actions) != 1 or uses_f64(spec):  # the kernel's lanes are f32 (or ints)
         return None
     kind = spec.actions[0]
     code = (kind.effect, *(r.when for r in spec.rules), *(r.body for r in spec.rules))

@@ -43,12 +43,15 @@ def emit(em: Emitter, e: ir.Math, ctx: Ctx) -> str:
     if fn == "pow":
         return f"{paren(args[0])}.powf({args[1]})"
     if fn == "fmod":
-        return f"rt::mathx::fmod({args[0]}, {args[1]})"
+        mod = "rt::f64x::fmod" if e.args[0].ty.dtype is DType.F64 else "rt::mathx::fmod"
+        return f"{mod}({args[0]}, {args[1]})"
     if fn == "invert":
         return f"!{paren(args[0])}"
     if fn == "sign":
         if e.ty.dtype is DType.F32:
             return f"rt::mathx::sign_f32({args[0]})"
+        if e.ty.dtype is DType.F64:
+            return f"rt::f64x::sign({args[0]})"
         if e.ty.dtype is DType.U32:
             return f"rt::mathx::sign_u32({args[0]})"
         return f"{paren(args[0])}.signum()"
@@ -57,6 +60,8 @@ def emit(em: Emitter, e: ir.Math, ctx: Ctx) -> str:
         assert isinstance(n, ir.Lit) and isinstance(n.value, int)
         if e.ty.dtype is DType.F32:
             return f"rt::mathx::powi_f32({args[0]}, {n.value}i64)"
+        if e.ty.dtype is DType.F64:
+            return f"rt::f64x::powi({args[0]}, {n.value}i64)"
         return f"{paren(args[0])}.wrapping_pow({n.value}u32)"  # x^n mod 2^bits, in any order
     if fn in ("shl", "shr"):
         return f"rt::mathx::{fn}({args[0]}, i64::from({args[1]}))"

@@ -79,6 +79,10 @@ BUILTINS: dict[str, Builtin] = {
     "i32": Builtin("i32(x) -> i32", _CAST),
     "u32": Builtin("u32(x) -> u32", _CAST),
     "f32": Builtin("f32(x) -> f32", _CAST + " Ints become the nearest f32."),
+    "f64": Builtin(
+        "f64(x) -> f64",
+        _CAST + " To the opt-in double type: ints and f32 exactly; `f64(0.1)` is the double 0.1 (section 6.6).",
+    ),
     "bool": Builtin("bool(x) -> bool", "Cast: `x != 0` (NaN -> true)."),
     "int": Builtin("int(x) -> i32", "Same as `i32(x)`. " + _CAST),
     "float": Builtin("float(x) -> f32", "Same as `f32(x)`. " + _CAST),

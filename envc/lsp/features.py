@@ -424,7 +424,7 @@ def _sibling_keys(lines: list[str], line: int, indent: int) -> set[str]:
 _VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]*:[ \t]")
 _TYPE_VALUE = re.compile(r"\b(type|zone|returns)[ \t]*:[ \t]*[A-Za-z0-9_]*$")
 _SIZE_VALUE = re.compile(r"\b(shape|capacity|range)[ \t]*:[ \t]*(\[[^\]#]*)?[A-Za-z0-9_]*$")
-DTYPES = ("bool", "i8", "i16", "i32", "u32", "f32")
+DTYPES = ("bool", "i8", "i16", "i32", "u32", "f32", "f64")
 
 
 def _yaml_items(o: Outline, line: int, before: str) -> list[Item]:

@@ -12,6 +12,7 @@ from envc.parse import Snippet
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LET = re.compile(r"let\s+([A-Za-z_][A-Za-z0-9_]*)")
+_LET_MORE = re.compile(r"\s*,\s*([A-Za-z_][A-Za-z0-9_]*)")  # `let x, v = f(...)`: the names after the first
 _FOR_STMT = re.compile(r"for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b")
 _FOR_GEN = re.compile(r"\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b")
 _HEADER = re.compile(r"(if|elif|else|for|match|case)\b")
@@ -102,8 +103,9 @@ def locals_at(text: str, line: int, col: int) -> dict[str, Local]:
             stripped = code.strip()
             lead = len(code) - len(code.lstrip())
             m = _LET.match(stripped)
-            if m:
+            while m:
                 blocks[-1].names[m.group(1)] = Local(m.group(1), "let", i + 1, lead + m.start(1) + 1)
+                m = _LET_MORE.match(stripped, m.end())
             m = _FOR_STMT.match(stripped)
             if m and stripped.endswith(":"):
                 pending = (_indent(code), {m.group(1): Local(m.group(1), "loop", i + 1, lead + m.start(1) + 1)})

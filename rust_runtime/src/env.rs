@@ -16,6 +16,7 @@ pub enum DType {
     I32,
     U32,
     F32,
+    F64,
 }
 
 impl DType {
@@ -28,6 +29,7 @@ impl DType {
             DType::I32 => "int32",
             DType::U32 => "uint32",
             DType::F32 => "float32",
+            DType::F64 => "float64",
         }
     }
 }
@@ -56,6 +58,7 @@ pub enum ArrayRef<'a> {
     I32(&'a [i32]),
     U32(&'a [u32]),
     F32(&'a [f32]),
+    F64(&'a [f64]),
 }
 
 /// A mutably borrowed storage array (flat, row-major).
@@ -67,6 +70,7 @@ pub enum ArrayMut<'a> {
     I32(&'a mut [i32]),
     U32(&'a mut [u32]),
     F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
 }
 
 /// A discrete action id or a continuous action.

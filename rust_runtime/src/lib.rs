@@ -4,6 +4,7 @@
 //!   and to the reference interpreter (`envc.rng`);
 //! * [`ops`]: the language's value semantics (wrapping integers, floor division, index fallbacks, f32 math);
 //! * [`mathx`]: the arithmetic of language 1.1 (`**` with a static exponent, shifts for every count, `sign`, `fmod`);
+//! * [`f64x`]: the f64 forms of the f32 semantics in `ops` and `mathx` (the opt-in `f64` type);
 //! * [`mod@env`]: the [`env::Env`] trait a generated crate implements and the step protocol around it;
 //! * [`batch`]: a batch driver writing observations, rewards and masks in place, on a [`gang`] of rayon threads
 //!   kept awake between calls;
@@ -12,6 +13,7 @@
 
 pub mod batch;
 pub mod env;
+pub mod f64x;
 pub mod gang;
 pub mod mathx;
 pub mod ops;

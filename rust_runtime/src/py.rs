@@ -27,6 +27,7 @@ pub fn to_numpy<'py>(
         ArrayRef::I32(v) => shaped(py, v, shape),
         ArrayRef::U32(v) => shaped(py, v, shape),
         ArrayRef::F32(v) => shaped(py, v, shape),
+        ArrayRef::F64(v) => shaped(py, v, shape),
     }
 }
 
@@ -89,6 +90,7 @@ pub fn copy_into(name: &str, dst: ArrayMut<'_>, src: &Bound<'_, PyAny>) -> PyRes
         ArrayMut::I32(d) => fill(name, d, src),
         ArrayMut::U32(d) => fill(name, d, src),
         ArrayMut::F32(d) => fill(name, d, src),
+        ArrayMut::F64(d) => fill(name, d, src),
     }
 }
 
