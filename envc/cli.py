@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from enum import Enum
@@ -139,15 +140,35 @@ def compile(
 @app.command()
 def verify(
     spec: Annotated[str, typer.Argument(help="Spec file")],
-    backend: Annotated[str, typer.Option(help="jax or rust: the backend to check against the reference")] = "jax",
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            help="jax or rust: the backend to check against the reference (default jax; with --against: "
+            "run that backend instead of the reference interpreter)"
+        ),
+    ] = None,
     episodes: Annotated[int, typer.Option(help="L3 episodes (L1 uses a fifth of them)")] = 100,
     states: Annotated[int, typer.Option(help="L2 injected states per source")] = 200,
     seed: Annotated[int, typer.Option(help="Seed for keys and actions")] = 0,
     level: Annotated[list[str] | None, typer.Option(help="Levels to run (default L1 L2 L3)")] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            help="Verify against the original instead: gymnasium:ENV_ID, pgx:ENV_ID, MODULE:FACTORY, or "
+            "`declared` (the spec's oracle: target); docs/oracle.md"
+        ),
+    ] = None,
+    stat_episodes: Annotated[int, typer.Option(help="With --against: L3 (c) episodes on each side (0: skip)")] = 200,
+    max_steps: Annotated[int, typer.Option(help="With --against: cut an episode after this many steps")] = 1000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (for tools)")] = False,
 ) -> None:
     """Hierarchical verification: L1 properties, L2 one-step differential, L3 matched episodes."""
     from envc.verify import verify as run_verify
 
+    if against is not None:
+        _verify_against(spec, against, backend, episodes, states, seed, level, stat_episodes, max_steps, as_json)
+        return
+    backend = backend or "jax"
     model = _load_or_exit(spec)
     try:
         env = envc.build(model, backend=backend)
@@ -165,6 +186,12 @@ def verify(
             seed=seed,
             progress=lambda lv: status.update(f"verifying {lv}"),
         )
+    if as_json:
+        checks_json = [dataclasses.asdict(c) for c in checks]
+        passed = all(c.passed for c in checks)
+        report = {"spec": model.name, "backend": backend, "passed": passed, "checks": checks_json}
+        print(json.dumps(report, indent=2, default=_plain_json))
+        raise typer.Exit(0 if passed else 1)
     for lv in levels:
         table = Table(title=f"{model.name} on {backend}: {lv}")
         for col in ("check", "cases", "result"):
@@ -172,11 +199,126 @@ def verify(
         for c in checks:
             if c.level == lv:
                 # failures are text, not markup: they name elements such as `board[2]`
-                failed = Text.assemble(("FAIL", "red"), "\n", "\n".join(c.failures))
+                count = f": {c.failed} of {c.cases} {c.unit}" if c.failed else ""
+                more = f"\n(first {len(c.failures)} shown)" if c.failed > len(c.failures) else ""
+                failed = Text.assemble(("FAIL", "red"), count, "\n", "\n".join(c.failures), more)
                 result = Text("pass", "green") if c.passed else failed
                 table.add_row(c.name, str(c.cases), result)
         Console().print(table)
     raise typer.Exit(0 if all(c.passed for c in checks) else 1)
+
+
+def _plain_json(v: object) -> object:
+    """numpy scalars and arrays in a report, as JSON numbers and lists."""
+    import numpy as np
+
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    return str(v)
+
+
+def _verify_against(
+    spec: str,
+    target: str,
+    backend: str | None,
+    episodes: int,
+    states: int,
+    seed: int,
+    level: list[str] | None,
+    stat_episodes: int,
+    max_steps: int,
+    as_json: bool,
+) -> None:
+    """`envc verify SPEC --against TARGET`: exit 0 all passed, 1 a divergence, 2 nothing could be compared."""
+    from envc.against import LEVELS, verify_against
+    from envc.oracle import OracleError
+    from envc.oracle.targets import resolve, target_of
+
+    levels = tuple(level or LEVELS)
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if bad:
+        _error(f"unknown level '{bad[0]}' (L1, L2, L3)")
+        raise typer.Exit(2)
+    try:
+        model = envc.load(spec)
+    except envc.SpecError as e:
+        for d in e.diagnostics:
+            print(d.format(), file=sys.stderr)
+        raise typer.Exit(2) from None
+    oracle = None
+    try:
+        env = envc.build(model, backend=backend) if backend not in (None, "reference") else None
+        name = target_of(model, target)
+        with err.status(f"loading {name}"):
+            oracle = resolve(target, model)
+        with err.status("verifying") as status:
+            report = verify_against(
+                model, oracle, target=name, levels=levels, episodes=episodes, states=states,
+                stat_episodes=stat_episodes, seed=seed, max_steps=max_steps, env=env,
+                progress=lambda lv: status.update(f"verifying {lv} against {name}"),
+            )  # fmt: skip
+    except (OracleError, ValueError) as e:
+        _error(e)
+        raise typer.Exit(2) from None
+    except envc.SpecRuntimeError as e:
+        _error(e)
+        raise typer.Exit(1) from None
+    finally:
+        if oracle is not None:
+            oracle.close()
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2))
+        raise typer.Exit(0 if report.passed else 1)
+    _print_against(report, backend or "reference")
+    raise typer.Exit(0 if report.passed else 1)
+
+
+def _print_against(report: object, backend: str) -> None:
+    """The report of `--against` as tables, one per level, then the first divergence in full."""
+    from envc.against import FREE_TOL, TOL, AgainstReport
+
+    assert isinstance(report, AgainstReport)
+    out = Console()
+    line = Console(soft_wrap=True)  # one message, one line: a divergence names values and a state
+    line.print(Text(f"{report.spec} ({backend}) against {report.target}"))
+    lossy = [c for c in report.conversions if c["lossy"]]
+    for conv in lossy:
+        how = "rounded to nearest" if conv["from"].startswith("float") else "values must fit"
+        line.print(
+            Text(f"  lossy conversion: {conv['field']} <- {conv['source']}: {conv['from']} -> {conv['to']} ({how})")
+        )
+    if report.key_searches:
+        searched = f"{report.key_searches} step(s) synchronised by key search"
+        line.print(Text(f"  chance: {searched} (keys: --json chance_tape)"))
+    if any(conv["from"].startswith("float") for conv in lossy):
+        line.print(Text(f"  float tolerance: one step {TOL:g} x (1 + |original|), free running {FREE_TOL:g}"))
+    for lv in ("L1", "L2", "L3"):
+        checks = [c for c in report.checks if c.level == lv]
+        if not checks:
+            continue
+        table = Table(title=f"{report.spec} against {report.target}: {lv}")
+        for col in ("check", "cases", "edges", "result"):
+            table.add_column(col)
+        for c in checks:
+            notes = "\n".join(c.notes)
+            if c.passed:
+                result = Text.assemble(("pass", "green"), "\n" + notes if notes else "")
+            else:
+                shown = "\n".join(c.examples)
+                more = f" (first {len(c.examples)} shown)" if c.failed > len(c.examples) else ""
+                result = Text.assemble(("FAIL", "red"), f" {c.failed} of {c.cases} failed{more}\n", shown,
+                                       "\n" + notes if notes else "")  # fmt: skip
+            table.add_row(c.name, str(c.cases), str(c.edges), result)
+        out.print(table)
+    first = report.first
+    if first is not None:
+        line.print(Text.assemble(("first divergence", "red"), f" ({first.level}, {first.check}): {first.message()}"))
+    elif not report.passed:
+        c = next(c for c in report.checks if not c.passed)
+        line.print(Text.assemble(("first failure", "red"), f" ({c.level}, {c.name}): {c.examples[0]}"))
+    line.print(Text(f"{report.seconds:.1f} s"))
 
 
 def _batches(text: str) -> list[int]:
@@ -332,6 +474,24 @@ def synthesize(
         examples=tuple(example or ()),
     )  # fmt: skip
     raise typer.Exit(run_synthesize(draft, out, config, report))
+
+
+@app.command()
+def mutate(
+    spec: Annotated[str, typer.Argument(help="Spec file")],
+    backend: Annotated[str, typer.Option(help="jax or rust: whose generated code to mutate")] = "jax",
+    mutants: Annotated[int, typer.Option(help="Mutants sampled from all sites")] = 60,
+    seed: Annotated[int, typer.Option(help="Seed of the sample")] = 0,
+    budget: Annotated[float, typer.Option(help="Seconds: no mutant is started after this")] = 600.0,
+    episodes: Annotated[int, typer.Option(help="L3 episodes of the suite (as envc verify)")] = 100,
+    states: Annotated[int, typer.Option(help="L2 injected states per source (as envc verify)")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout")] = False,
+    killed: Annotated[bool, typer.Option("--killed", help="Also list the killed mutants")] = False,
+) -> None:
+    """Mutation testing: single-point bugs in the generated code, and the level of the suite that catches each."""
+    from envc.mutate.cli import run as run_mutate
+
+    raise typer.Exit(run_mutate(spec, backend, mutants, seed, budget, episodes, states, as_json, killed))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import numpy as np
 from envc import ir, rng
 from envc.diagnostics import SpecRuntimeError
 from envc.interpret import ReferenceEnv
+from envc.stats import compare_samples, far, parting_rank_test, twin_horizons
 from envc.visibility import Visibility, element_name
 
 ATOL, RTOL = 1e-6, 1e-5
@@ -22,20 +23,24 @@ ATOL, RTOL = 1e-6, 1e-5
 
 @dataclass
 class Check:
-    """The outcome of one property at one level."""
+    """The outcome of one property at one level (a plain dataclass of JSON-friendly values)."""
 
     level: str
     name: str
     cases: int = 0
     failures: list[str] = field(default_factory=list)
+    failed: int = 0  # every failure recorded, not only the first few kept in `failures`
+    unit: str = "cases"  # what `cases` and `failed` count (L3: episodes)
+    figures: dict[str, float | int | None] = field(default_factory=dict)  # measured numbers, e.g. horizons
 
     @property
     def passed(self) -> bool:
         """No failure recorded."""
-        return not self.failures
+        return not self.failures and self.failed == 0
 
     def fail(self, message: str) -> None:
-        """Record a failure (the first few are kept)."""
+        """Record a failure (all are counted; the first few are kept)."""
+        self.failed += 1
         if len(self.failures) < 5:
             self.failures.append(message)
 
@@ -91,15 +96,10 @@ def diff(
             return f"{where}: field '{k}' missing or of another shape"
         w, g = np.asarray(w), np.asarray(g)
         if w.dtype.kind == "f":
-            ok = np.allclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True)
+            bad = np.argwhere(np.atleast_1d(far(g, w, RTOL, ATOL)))
         else:
-            ok = np.array_equal(g, w)
-        if not ok:
-            bad = (
-                np.argwhere(~np.isclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True))
-                if w.dtype.kind == "f"
-                else np.argwhere(np.asarray(g != w).reshape(np.shape(w)) if np.ndim(w) else np.array([[]]))
-            )
+            bad = np.argwhere(np.atleast_1d(np.asarray(g != w).reshape(np.shape(w))))
+        if len(bad):
             at = tuple(int(i) for i in bad[0]) if len(bad) and np.ndim(w) else ()
             rule = ", ".join(wrote.get(k.split("observation.")[-1], [])[:3]) or "derived"
             wv = w[at] if at else w
@@ -130,7 +130,7 @@ def fuzz_state(spec: ir.SpecIR, base: dict[str, np.ndarray], gen: np.random.Gene
             v = gen.integers(0, enums[f.ty.enum], size=shape)
         elif dt is ir.DType.BOOL:
             v = gen.integers(0, 2, size=shape).astype(bool)
-        elif dt is ir.DType.F32:
+        elif dt.is_float:
             lo = f.low if f.low is not None else -1.0
             hi = f.high if f.high is not None else 1.0
             v = gen.uniform(lo, hi, size=shape)
@@ -328,7 +328,8 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
                         for name, w in want.items():
                             if not np.array_equal(w, got[name]):
                                 label = name or spec.obs_fields[0].name
-                                if len(leak.failures) >= 5:  # only the first few are kept: skip the search
+                                if len(leak.failures) >= 5:  # only the first few are kept: count, skip the search
+                                    leak.fail(f"{where}: player {p}'s observation '{label}' changes with hidden fields")
                                     break
                                 blame = _leak_blame(spec, env, vis, d, source, masks, p, want)
                                 leak.fail(
@@ -412,57 +413,193 @@ def level2(spec: ir.SpecIR, env: Any, states: int, seed: int) -> list[Check]:
     return [from_rollouts, fuzzed]
 
 
-def _has_floats(spec: ir.SpecIR) -> bool:
-    return any(f.ty.dtype is ir.DType.F32 for f in spec.fields) or any(
-        o.ty.dtype is ir.DType.F32 for o in spec.obs_fields
-    )
+@dataclass
+class _Episode:
+    """A reference episode: the key and action of each step and the states (`states[t]` after t steps)."""
+
+    key: rng.Key
+    keys: list[rng.Key] = field(default_factory=list)
+    actions: list[Any] = field(default_factory=list)
+    states: list[dict[str, np.ndarray]] = field(default_factory=list)
+    stuck: bool = False  # it stopped at a non-terminal state with no legal action
 
 
-def level3(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) -> list[Check]:
-    """Whole episodes with matched keys and actions, compared at every step.
+def _record(ref: ReferenceEnv, key: rng.Key, gen: np.random.Generator, max_steps: int) -> _Episode:
+    ep = _Episode(key)
+    r = ref.init(key)
+    ep.states.append(ref.state_to_dict(r))
+    for _ in range(max_steps):
+        if r.terminated or r.truncated:
+            break
+        if _stuck(ref.spec, r):
+            ep.stuck = True
+            break
+        key, k = rng.split(key)
+        act = _action(ref.spec, np.asarray(r.legal_action_mask), gen)
+        r = ref.step(r, act, k)
+        ep.keys.append(k)
+        ep.actions.append(act)
+        ep.states.append(ref.state_to_dict(r))
+    return ep
 
-    With f32 state, a backend's transcendental functions may differ from the reference's by an ULP (section
-    14.3), and chaotic dynamics amplify that until free-running episodes part. So for such specs a mismatch
-    reached by free running re-syncs the backend to the reference's state and the episode goes on: what must
-    hold is every step taken from a synced state (lockstep), while the free-running horizon (the step where
-    the first divergence appeared) is reported in the check's name. Specs without floats must match exactly.
+
+def _return(states: list[dict[str, np.ndarray]]) -> float:
+    """Player 0's return over the steps of an episode."""
+    return float(sum(float(np.asarray(s["rewards"]).reshape(-1)[0]) for s in states[1:]))
+
+
+def _backend_sample(env: Any, episodes: int, seed: int, max_steps: int) -> tuple[list[float], list[int]]:
+    """Returns and lengths of the backend's own random-legal-action episodes (keys independent of L3's)."""
+    gen = np.random.default_rng(seed + 3)
+    key = rng.key_from_seed(seed + 3)
+    returns: list[float] = []
+    lengths: list[int] = []
+    for _ in range(episodes):
+        key, k = rng.split(key)
+        total, n = 0.0, 0
+        for t, s in enumerate(_rollout(env, k, gen, max_steps)):
+            if t:
+                total += float(np.asarray(s.rewards).reshape(-1)[0])
+            n = t
+        returns.append(total)
+        lengths.append(n)
+    return returns, lengths
+
+
+def level3(
+    spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int, alpha: float = 0.01, twins: int = 4
+) -> list[Check]:
+    """Whole episodes with matched keys and actions, honest for float dynamics (DESIGN.md).
+
+    - lockstep: every step of every reference episode is also taken by the backend from the reference's own
+      state (injected), and must match within the one-step tolerance (exactly for ints and bools);
+    - free-running: the backend runs the episode on its own (same keys, same actions) and is compared at every
+      step. Without float state it must match throughout. With float state it may part from the reference, but
+      not sooner than the reference parts from itself: `twins` noise twins of the reference (its run from the
+      same start with every float nudged one ulp up or down at random before every step, fixed seeds:
+      `envc.stats.twin_horizons`) give, per episode, the reference's own divergence horizon, and the backend's
+      parting step is ranked among theirs. Parting before every twin happens to a correct backend now and then
+      (both are random), so the decision is `envc.stats.parting_rank_test` over the episodes at `alpha`: a
+      backend whose ranks are improbably low for one more noise twin fails, and its failing episodes are those
+      where it parted before every twin;
+    - statistical (specs with float state): the distributions of episode return (player 0) and length, the
+      reference's episodes against as many backend episodes with independent keys, by a two-sample KS test at
+      `alpha` whose sample sizes and power are stated (`envc.stats.compare_samples`).
+
+    `cases` and `failed` count episodes; each failing episode reports its first divergence.
     """
     ref = ReferenceEnv(spec)
+    twin_ref = ReferenceEnv(spec, strict=False)  # a nudged state may trip a strict check the run never meets
     wrote = writers(spec)
-    floats = _has_floats(spec)
-    check = Check("L3", f"{episodes} episodes, every step")
+    floats = [f.name for f in spec.fields if f.ty.dtype.is_float]
     gen = np.random.default_rng(seed + 2)
     key = rng.key_from_seed(seed + 2)
-    horizons: list[int] = []
-    for ep in range(episodes):
+    lock = Check("L3", "", unit="episodes")
+    free = Check("L3", "", unit="episodes")
+    steps = 0
+    horizons: list[int] = []  # the reference's own horizon, in the episodes where the backend parted
+    parted_at: list[int] = []  # where the backend parted, in those episodes
+    ranks: list[int] = []  # per episode: how many noise twins part from the reference no later than the backend
+    first: list[str] = []  # the divergences where the backend parted before every twin
+    ref_returns: list[float] = []
+    ref_lengths: list[int] = []
+    for e in range(episodes):
         key, k = rng.split(key)
-        r, b = ref.init(k), env.init(k)
-        check.cases += 1
-        m = diff(spec, ref.state_to_dict(r), env.state_to_dict(b), f"episode {ep} init", wrote)
-        synced = False  # True: the step about to be taken starts from the reference's own state
-        for t in range(max_steps):
-            if m is not None or r.terminated or r.truncated:
-                break
-            if _stuck(spec, r):
-                m = f"episode {ep} step {t}: no legal action in a non-terminal state"
-                break
-            key, k = rng.split(key)
-            act = _action(spec, np.asarray(r.legal_action_mask), gen)
-            r, b = ref.step(r, act, k), env.step(b, act, k)
-            m = diff(spec, ref.state_to_dict(r), env.state_to_dict(b), f"episode {ep} step {t + 1}", wrote)
+        ep = _record(ref, k, gen, max_steps)
+        n = len(ep.actions)
+        steps += n
+        ref_returns.append(_return(ep.states))
+        ref_lengths.append(n)
+        lock.cases += 1
+        free.cases += 1
+        m = diff(spec, ep.states[0], env.state_to_dict(env.init(k)), f"episode {e} init", wrote)
+        for t in range(n):
             if m is not None:
-                if synced or not floats:
-                    break
-                horizons.append(t + 1)  # parted while free running: re-sync and go on
-                b, m = env.state_from_dict(ref.state_to_dict(r)), None
-                synced = True
-                continue
-            synced = False
+                break
+            got = env.state_to_dict(env.step(env.state_from_dict(ep.states[t]), ep.actions[t], ep.keys[t]))
+            m = diff(spec, ep.states[t + 1], got, f"episode {e} step {t + 1} (from the reference's state)", wrote)
+        if m is None and ep.stuck:
+            m = f"episode {e} step {n}: no legal action in a non-terminal state"
         if m is not None:
-            check.fail(m + (" (one step from a state re-synced with the reference)" if synced else ""))
-    if horizons:
-        check.name += f"; {len(horizons)} re-sync(s) after float divergence, the first at step {min(horizons)}"
-    return [check]
+            lock.fail(m)
+
+        # free running: where the backend parts from the reference (if it does), then how many of the
+        # reference's own noise twins part from it by then (twins run only that far)
+        b = env.init(k)
+        m = diff(spec, ep.states[0], env.state_to_dict(b), f"episode {e} init (free running)", wrote)
+        at = 0
+        while m is None and at < n:
+            b = env.step(b, ep.actions[at], ep.keys[at])
+            at += 1
+            m = diff(spec, ep.states[at], env.state_to_dict(b), f"episode {e} step {at} (free running)", wrote)
+        if m is None:
+            ranks.append(twins)  # never parted: last
+            continue
+        if at == 0 or not floats:
+            free.fail(m)
+            continue
+
+        def twin_step(d: Mapping[str, np.ndarray], t: int, ep: _Episode = ep) -> dict[str, np.ndarray]:
+            return twin_ref.state_to_dict(twin_ref.step(twin_ref.state_from_dict(d), ep.actions[t], ep.keys[t]))
+
+        parted_at.append(at)
+        found = twin_horizons(twin_step, ep.states[0], at, floats, twins=twins, seed=seed + e * twins, base=ep.states)
+        hs = [h.step for h in found if h.step is not None]
+        ranks.append(len(hs))
+        if hs:
+            horizons.append(min(hs))
+        else:
+            first.append(f"{m}; none of the reference's {twins} noise twins parts from it by then")
+    lock.name = f"lockstep: {episodes} episodes, {steps} steps, each from the reference's state"
+    test = parting_rank_test(ranks, twins, alpha)
+    if floats and not test.passed:
+        for msg in first:
+            free.fail(msg)
+        if not first:
+            free.fail(
+                f"the backend parts from the reference sooner than the reference's own twins do: {test.describe()}"
+            )
+    free.figures = {
+        "episodes_parted": len(parted_at),
+        "episodes_parted_first": len(first),
+        "horizon_min": min(horizons) if horizons else None,
+        "horizon_median": float(np.median(horizons)) if horizons else None,
+        "horizon_max": max(horizons) if horizons else None,
+        "rank_test_p": test.p_value if parted_at else None,
+    }
+    head = "free-running, same keys and actions: the backend"
+    if not floats or not parted_at:
+        exact = "" if floats else " exactly"
+        bad = f"; it parts from the reference in {free.failed} of them" if free.failed else ""
+        free.name = f"{head} matches{exact} at every step of {episodes} episodes{bad}"
+    else:
+        where = (
+            f"; the reference's own 1-ulp noise twins part from it at step {min(horizons)} to {max(horizons)} "
+            f"(median {np.median(horizons):g}) there"
+            if horizons
+            else ""
+        )
+        free.name = (
+            f"{head} parts from the reference in {len(parted_at)} of {episodes} episodes{where}; {test.describe()}"
+        )
+    out = [lock, free]
+    if floats and episodes:
+        returns, lengths = _backend_sample(env, episodes, seed, max_steps)
+        for quantity, a, b in (("episode return", ref_returns, returns), ("episode length", ref_lengths, lengths)):
+            c = compare_samples(quantity, a, b, alpha)
+            check = Check("L3", f"statistical: {c.describe()}", cases=c.n_a + c.n_b, unit="episodes")
+            check.figures = {
+                "n_reference": c.n_a,
+                "n_backend": c.n_b,
+                "ks_statistic": c.statistic,
+                "p_value": c.p_value,
+                "alpha": c.alpha,
+                "detectable_shift_sd": c.detectable if np.isfinite(c.detectable) else None,
+            }
+            if not c.passed:
+                check.fail(f"{quantity}: the backend's distribution differs from the reference's: {c.describe()}")
+            out.append(check)
+    return out
 
 
 def verify(

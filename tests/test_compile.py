@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,12 @@ def test_verify_command_reports_each_level() -> None:
     for level in ("L1", "L2", "L3"):
         assert f"kuhn_poker on jax: {level}" in r.stdout
     assert "FAIL" not in r.stdout and "no hidden-information leak" in r.stdout
+
+
+def test_verify_json_lists_every_check_with_its_counts() -> None:
+    r = cli("verify", "specs/kuhn_poker.yaml", "--episodes", "6", "--states", "10", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)
+    assert report["spec"] == "kuhn_poker" and report["backend"] == "jax" and report["passed"] is True
+    assert {c["level"] for c in report["checks"]} == {"L1", "L2", "L3"}
+    assert all(c["failed"] == 0 and c["cases"] > 0 for c in report["checks"])

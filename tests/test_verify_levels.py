@@ -19,7 +19,9 @@ def test_leak_of_the_opponents_card_is_found(tmp_path: Path) -> None:
     spec = envc.load(str(p))
     checks = {c.name: c for c in verify(spec, envc.build(spec), levels=("L1",), episodes=50)}
     assert not checks["no hidden-information leak"].passed
-    assert "observation 'features' changes with hidden fields" in checks["no hidden-information leak"].failures[0]
+    leak = checks["no hidden-information leak"]
+    assert "observation 'features' changes with hidden fields" in leak.failures[0]
+    assert len(leak.failures) == 5 and 5 < leak.failed <= leak.cases  # all counted, the first five kept
     honest = envc.load(str(ROOT / "specs" / "kuhn_poker.yaml"))
     assert all(c.passed for c in verify(honest, envc.build(honest), levels=("L1",), episodes=50))
 
