@@ -1,0 +1,200 @@
+"""Mutants of a spec's generated JAX package: its `env.py`, one `ast` change at a time.
+
+Each mutant is the cached package's `env.py` with one node changed, compiled from the tree and executed as a
+fresh module (its imports of the package's `_runtime` resolve as usual), then wrapped in a `JaxEnv`: one new
+trace + jit per mutant, a few seconds. Before running tests, the mutant's lowered programs (init, step, observe,
+inject, invariants as StableHLO text) are compared with the original's: equal text is an equivalent mutant.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from envc import ir, rng
+from envc.diagnostics import Span
+from envc.mutate import operators
+from envc.mutate.spans import marked_lines, strip_marks
+
+# functions that run in Python, outside jit: a change there is invisible in the lowered programs
+PYTHON_LEVEL = {"Env.state_to_dict", "Env.arrays_from_dict", "Env.state_from_dict", "Env.default_params",
+                "EnvParams.<body>"}  # fmt: skip
+
+
+class JaxProgram:
+    """The generated `env.py` of `spec`, its mutation sites, and an env per mutant."""
+
+    backend = "jax"
+
+    def __init__(self, spec: ir.SpecIR):
+        from envc.lower_jax import render
+        from envc.lower_jax.build import cache_dir, compile_to_cache
+        from envc.lower_jax.emit import Emitter
+        from envc.lower_jax.names import PyNames
+
+        self.spec = spec
+        self.package = compile_to_cache(spec)
+        self.path = cache_dir() / "jax" / self.package / self.package / "env.py"
+        self.source = self.path.read_text()
+        text = Path(spec.path).read_text() if Path(spec.path).exists() else spec.name
+        with marked_lines(Emitter, "#") as spans:
+            marked = render(spec, text, self.package)[f"{self.package}/env.py"]
+        plain, self.line_spans = strip_marks(marked, spans)
+        fresh = render(spec, text, self.package)[f"{self.package}/env.py"]
+        self.notes: list[str] = []  # for the report
+        if plain != fresh:  # the hook changed the code: keep no map rather than a wrong one
+            self.line_spans = {}
+            self.notes.append("no spec lines: the marked rendering differs from the plain one")
+        if fresh != self.source:  # e.g. the spec file's text changed but not its IR: the cache keeps its sha
+            differ = [n for n, (x, y) in enumerate(zip(fresh.split("\n"), self.source.split("\n")), 1) if x != y]
+            self.notes.append(f"the cached {self.path.name} differs from a fresh rendering at lines {differ[:5]}")
+            self.source = fresh  # what is mutated and reported: the same code as the map
+        self.tree = ast.parse(self.source, str(self.path))
+        py = PyNames(spec)
+        self.sites = operators.sites(self.tree, {py.field(f.name): tuple(f.ty.shape) for f in spec.fields})
+        self._lines = self.source.split("\n")
+        self._reference: dict[str, Any] | None = None
+        self._reference_text: dict[str, str] = {}
+        self._compiled_text: dict[str, str] = {}
+        self._example: Any = None  # an input of `inject`, from the original
+        self._state: dict[str, Any] = {}  # the original's first state, as `state_to_dict` gives it
+        self._params: list[Any] = []  # the original's runtime param values
+
+    @property
+    def file(self) -> str:
+        """The generated file, as `package/env.py`."""
+        return f"{self.package}/env.py"
+
+    def span(self, site: operators.Site) -> Span | None:
+        """The spec span the site's generated line was lowered from (None: template code)."""
+        return self.line_spans.get(site.line)
+
+    def code(self, site: operators.Site) -> str:
+        """The generated line of the site."""
+        return self._lines[site.line - 1].strip() if 0 < site.line <= len(self._lines) else ""
+
+    def same_tree(self, site: operators.Site) -> str | None:
+        """Why the mutant is the original code, from the code alone (None: not known)."""
+        if site.equivalent:
+            return site.equivalent
+        if ast.dump(operators.apply(self.tree, site)) == ast.dump(self.tree):
+            return "identical code after the change"
+        return None
+
+    def module(self, site: operators.Site | None) -> Any:
+        """The module of the original (None) or of one mutant, freshly executed."""
+        tree = self.tree if site is None else operators.apply(self.tree, site)
+        name = f"{self.package}.env_mutant"
+        mod = types.ModuleType(name)
+        mod.__file__ = str(self.path)
+        sys.modules[name] = mod  # dataclasses look their module up while the classes are made
+        try:
+            exec(compile(tree, str(self.path), "exec"), mod.__dict__)
+        finally:
+            sys.modules.pop(name, None)
+        return mod
+
+    def env(self, site: operators.Site | None) -> Any:
+        """A `JaxEnv` over the original or one mutant."""
+        from envc.lower_jax.build import JaxEnv
+
+        return JaxEnv(self.spec, module=self.module(site))
+
+    def activate(self, site: operators.Site | None) -> Any:
+        """The env to test: the original (None) or one mutant (its module executed afresh)."""
+        env = self.env(site)
+        if site is None and self._reference is None:
+            self._set_reference(env)
+        return env
+
+    def identical(self, site: operators.Site, env: Any) -> str | None:
+        """Why the mutant is the original program, or None: its lowered StableHLO is the original's for every
+        entry point, or XLA's optimised HLO is (the change folds away, e.g. an index clamped back into range).
+        Raises if the mutant does not trace."""
+        low = self._lower(env)
+        if site.function in PYTHON_LEVEL or not self._same_python(env):
+            return None  # code that runs outside jit (or values passed in as arguments) is not in the HLO
+        differ = [k for k, v in low.items() if v.as_text() != self._reference_text[k]]
+        if not differ:
+            return "identical lowered program (StableHLO of init, step, observe, invariants, inject)"
+        for k in differ:
+            if _canonical(low[k].compile().as_text()) != self._compiled(k):
+                return None
+        return f"identical compiled program (XLA's optimised HLO of {', '.join(differ)})"
+
+    def _lower(self, env: Any) -> dict[str, Any]:
+        """The lowered entry points the tests call."""
+        import jax
+        import jax.numpy as jnp
+
+        key = env._key(rng.key_from_seed(0))
+        state = jax.eval_shape(env.env.init, key, env.params)
+        if self.spec.box is not None:
+            action: Any = jax.ShapeDtypeStruct(tuple(self.spec.box.shape), jnp.float32)  # type: ignore[no-untyped-call]
+        else:
+            action = jax.ShapeDtypeStruct((), jnp.int32)  # type: ignore[no-untyped-call]
+        player = jax.ShapeDtypeStruct((), jnp.int32)  # type: ignore[no-untyped-call]
+        return {
+            "init": env._init.lower(key, env.params),
+            "step": env._step.lower(state, action, key, env.params),
+            "observe": env._observe.lower(state, player, env.params),
+            "invariants": env._invariants.lower(state, env.params),
+            "inject": env._inject.lower(*self._example, env.params),
+        }
+
+    def _same_python(self, env: Any) -> bool:
+        """The mutant's Python-level values are the original's: runtime params (jit arguments, not constants),
+        a fresh state through `state_to_dict`, and `arrays_from_dict` of it."""
+        import jax
+
+        try:
+            mine = jax.tree.leaves(env.params)
+            state = env.state_to_dict(env.init(rng.key_from_seed(0)))
+            arrays = jax.tree.leaves(env.env.arrays_from_dict(self._state))
+        except Exception:
+            return False
+
+        def same(xs: list[Any], ys: list[Any]) -> bool:
+            return len(xs) == len(ys) and all(np.array_equal(x, y) for x, y in zip(xs, ys))
+
+        return (
+            same(mine, self._params)
+            and same(arrays, jax.tree.leaves(self._example))
+            and state.keys() == self._state.keys()
+            and same([state[k] for k in self._state], [self._state[k] for k in self._state])
+        )
+
+    def _set_reference(self, env: Any) -> None:
+        import jax
+
+        self._state = env.state_to_dict(env.init(rng.key_from_seed(0)))
+        self._params = jax.tree.leaves(env.params)
+        self._example = env.env.arrays_from_dict(self._state)
+        self._reference = self._lower(env)
+        self._reference_text = {k: v.as_text() for k, v in self._reference.items()}
+
+    def _compiled(self, name: str) -> str:
+        if name not in self._compiled_text:
+            assert self._reference is not None
+            self._compiled_text[name] = _canonical(self._reference[name].compile().as_text())
+        return self._compiled_text[name]
+
+    @staticmethod
+    def release() -> None:
+        """Drop compiled programs of finished mutants."""
+        import jax
+
+        jax.clear_caches()  # type: ignore[no-untyped-call]
+
+
+def _canonical(hlo: str) -> str:
+    """Optimised HLO text without source metadata and the file/function/location tables."""
+    tables = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+    blocks = [b for b in hlo.split("\n\n") if not b.lstrip("\n").startswith(tables)]
+    return re.sub(r", metadata=\{[^{}]*\}", "", "\n\n".join(blocks))

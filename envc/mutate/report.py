@@ -1,0 +1,70 @@
+"""Tables of a mutation run for the terminal."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from envc.mutate.run import LEVELS, Report
+
+PAPER_SPLIT = {"L1": 68, "L2": 24, "L3": 8}  # the paper's battle env: bugs caught by property/interaction/rollout
+
+
+def percent(a: int, b: int) -> str:
+    """`a/b` as a percentage with one decimal."""
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def summary(report: Report) -> Table:
+    """One row: killed / total, the per-level split, equivalents, stillborn, time."""
+    table = Table(title=f"{report.spec} on {report.backend}: {len(report.outcomes)} mutants of {report.sites} sites")
+    for col in ("killed", "kill rate", "L1 / L2 / L3", "survived", "equivalent", "stillborn", "not run", "seconds"):
+        table.add_column(col, justify="right")
+    split = report.by_level()
+    killed = report.count("killed")
+    table.add_row(
+        f"{killed} / {report.scored}",
+        percent(killed, report.scored),
+        " / ".join(f"{split[lv]} ({percent(split[lv], killed)})" for lv in LEVELS),
+        str(report.count("survived")),
+        f"{report.count('equivalent')} ({report.unreached} unreached)",
+        str(report.count("stillborn")),
+        str(report.count("not run")),
+        f"{report.seconds:.0f}",
+    )
+    return table
+
+
+def details(report: Report, status: str) -> Table:
+    """The mutants with one status, located in the generated file and the spec."""
+    table = Table(title=f"{status} mutants")
+    for col in ("generated", "spec", "operator", "change", "code", "why"):
+        table.add_column(col)
+    for o in report.outcomes:
+        if o.status != status:
+            continue
+        why = o.reason if status != "killed" else f"{o.level}: {o.check}"
+        table.add_row(
+            Text(f"{o.file}:{o.line}"),
+            Text(o.spec or "(template)"),
+            o.op,
+            Text(o.change),
+            Text(o.code if len(o.code) <= 70 else o.code[:67] + "..."),
+            Text(why or ""),
+        )
+    return table
+
+
+def show(report: Report, console: Console, killed: bool = False) -> None:
+    """Print the summary, survivors and equivalents (and the killed ones when asked)."""
+    console.print(summary(report))
+    for status in ("survived", "equivalent", *(("killed",) if killed else ())):
+        if report.count(status):
+            console.print(details(report, status))
+    for note in report.notes:
+        console.print(Text(f"note: {note}"))
+    console.print(
+        f"reference coverage: {report.coverage[0]} of {report.coverage[1]} spec spans with generated code ran; "
+        f"strict kill rate (unreached survivors counted): {100 * report.strict_kill_rate():.1f}%"
+    )
