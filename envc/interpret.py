@@ -135,12 +135,27 @@ class Compiler:
         self.callables: dict[str, ir.CallableInfo] = {c.name: c for c in spec.callables}
         self.compiled_fns: dict[str, Callable[[Frame, list[Any]], Any]] = {}
         self.chance: list[ChanceEvent] | None = None
+        self.arms: set[tuple[Span, Any]] | None = None  # set before compiling: decisions record here (coverage)
 
     def record(self, kind: str, value: Any, span: Span, zone: str | None = None, index: tuple[int, ...] = ()) -> Any:
         """Append a chance event when logging is on; returns `value`."""
         if self.chance is not None:
             self.chance.append(ChanceEvent(kind, value, span, zone, index))
         return value
+
+    def decision(self, e: ir.Expr) -> Fn:
+        """`expr(e)` for a condition or switch subject; adds (span, value) to `arms` if set (envc/coverage.py)."""
+        f, arms = self.expr(e), self.arms
+        if arms is None or e.ty.shape:
+            return f
+        sp = e.span
+
+        def probe(fr: Frame) -> Any:
+            v = f(fr)
+            arms.add((sp, v))
+            return v
+
+        return probe
 
     # ---- errors ------------------------------------------------------
     def fail(self, span: Span, msg: str) -> None:
@@ -365,7 +380,7 @@ class Compiler:
         return lambda fr: w(int(x(fr)))
 
     def x_select(self, e: ir.Select) -> Fn:
-        c, a, b = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
+        c, a, b = self.decision(e.cond), self.expr(e.a), self.expr(e.b)
         return lambda fr: a(fr) if c(fr) else b(fr)
 
     def x_math(self, e: ir.Math) -> Fn:
@@ -662,7 +677,7 @@ class Compiler:
         return lambda fr: put(fr, v(fr))
 
     def s_if(self, s: ir.IfS) -> Op:
-        c = self.expr(s.cond)
+        c = self.decision(s.cond)
         then = self.block(s.then)
         orelse = self.block(s.orelse) if s.orelse else None
 
@@ -675,7 +690,7 @@ class Compiler:
         return if_
 
     def s_switch(self, s: ir.Switch) -> Op:
-        subj = self.expr(s.subject)
+        subj = self.decision(s.subject)
         table: dict[int, Op] = {}
         for members, body in s.cases:
             op = self.block(body)
@@ -924,7 +939,13 @@ class ReferenceEnv:
 
     backend = "reference"
 
-    def __init__(self, spec: ir.SpecIR, params: Mapping[str, Any] | None = None, strict: bool = True):
+    def __init__(
+        self,
+        spec: ir.SpecIR,
+        params: Mapping[str, Any] | None = None,
+        strict: bool = True,
+        arms: set[tuple[Span, Any]] | None = None,
+    ):
         self.spec = spec
         self.params = {p.name: _typed(p.ty, p.default) for p in spec.params if not p.static}
         unknown = set(params or {}) - set(self.params)
@@ -936,13 +957,14 @@ class ReferenceEnv:
         self.num_players = spec.players
         self.num_actions = spec.num_actions
         c = Compiler(spec, strict)
+        c.arms = arms  # the decisions taken (envc/coverage.py); None compiles no probe at all
         c.compile_callables()
         self._c = c
         self._reset = c.block(spec.reset)
         self._effects = [c.block(a.effect) for a in spec.actions]
-        self._legal = [c.expr(a.legal) for a in spec.actions]
+        self._legal = [c.decision(a.legal) for a in spec.actions]
         self._box = c.block(spec.box.effect) if spec.box is not None else None
-        self._rules = [(c.expr(r.when), c.block(r.body)) for r in spec.rules]
+        self._rules = [(c.decision(r.when), c.block(r.body)) for r in spec.rules]
         self._reward = c.expr(spec.reward)
         self._term = c.expr(spec.terminated)
         self._trunc = c.expr(spec.truncated)

@@ -358,7 +358,7 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
                 det.fail(f"same state, action and key give different results: {m}")
     if not hidden:
         leak.cases = 0
-    return [inv, shapes, live, det, leak]
+    return [inv, shapes, live, det, leak] + level1_contract(spec, env, episodes, seed, max_steps)
 
 
 def level2(spec: ir.SpecIR, env: Any, states: int, seed: int) -> list[Check]:
@@ -373,11 +373,14 @@ def level2(spec: ir.SpecIR, env: Any, states: int, seed: int) -> list[Check]:
     )
     base = ref.state_to_dict(ref.init(key))
     pool: list[dict[str, np.ndarray]] = []
+    ends: list[dict[str, np.ndarray]] = []  # the episodes' finished states
     while len(pool) < states:
         key, k = rng.split(key)
         for s in _rollout(ref, k, gen, 200):
             if not (s.terminated or s.truncated):
                 pool.append(ref.state_to_dict(s))
+            else:
+                ends.append(ref.state_to_dict(s))
     for check, source in (
         (from_rollouts, pool[:states]),
         (fuzzed, [fuzz_state(spec, base, gen) for _ in range(states)]),
@@ -410,7 +413,7 @@ def level2(spec: ir.SpecIR, env: Any, states: int, seed: int) -> list[Check]:
             )
             if m is not None:
                 check.fail(m)
-    return [from_rollouts, fuzzed]
+    return [from_rollouts, fuzzed] + level2_contract(spec, env, ref, pool[:states], ends, base, states, seed)
 
 
 @dataclass
@@ -625,4 +628,340 @@ def verify(
             out += level3(spec, env, episodes, seed, max_steps)
         else:
             raise ValueError(f"unknown level {level!r} (L1, L2, L3)")
+    from envc.coverage import coverage_checks  # arm coverage of the suite above, and steered states (issue #20)
+
+    out += coverage_checks(spec, env, levels, episodes, states, seed, max_steps)
     return out
+
+
+# ---- derived checks of the step's contract (spec-language 14.3) and of boundary values (issue #20) ------------
+
+HUGE_ID = 2**31 - 1  # the largest id every backend accepts (an i32 action)
+
+
+def _bad_ids(spec: ir.SpecIR, mask: np.ndarray, gen: np.random.Generator) -> list[int]:
+    """Action ids a step must treat as illegal: a masked-out id (if any), -1, `num_actions`, a huge one."""
+    out = [-1, spec.num_actions, HUGE_ID]
+    illegal = np.flatnonzero(~np.asarray(mask, np.bool_))
+    if len(illegal):
+        out.insert(0, int(gen.choice(illegal)))
+    return out
+
+
+def _outside_box(spec: ir.SpecIR, gen: np.random.Generator) -> list[np.ndarray]:
+    """Continuous actions outside the box (14.5: passed as given, not clipped), and on its edges."""
+    assert spec.box is not None
+    lo, hi, shape = float(spec.box.low), float(spec.box.high), spec.box.shape
+    width = hi - lo if np.isfinite(hi - lo) else 1.0
+    vals = [lo - 1.0, hi + 1.0, lo - width, hi + width, lo, hi]
+    out = [np.full(shape, v, np.float32) for v in vals]
+    out.append(gen.choice(np.asarray(vals, np.float32), size=shape).astype(np.float32))
+    return out
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
+def _penalty_rewards(spec: ir.SpecIR, current_player: int) -> np.ndarray:
+    """Rewards of an illegal action (14.3 step 3): the mover pays the penalty, every other player gets its share."""
+    pen = np.float32(spec.illegal_action_penalty)
+    out = np.full(spec.players, -pen * np.float32(spec.players - 1), np.float32)
+    if 0 <= current_player < spec.players:
+        out[current_player] = pen
+    return out
+
+
+def illegal_contract(
+    spec: ir.SpecIR, before: Mapping[str, np.ndarray], after: Mapping[str, np.ndarray], where: str
+) -> str | None:
+    """How `after` (the step of a not-finished `before` with an illegal id) breaks 14.3 step 3; None if it holds."""
+    for f in spec.fields:
+        if f.name == "step_count":
+            want = np.asarray(np.int64(before["step_count"]) + 1).astype(np.int32)  # wrapping i32
+            if not _same(want, after["step_count"]):
+                return f"{where}: step_count {after['step_count']}, expected {want} (one more)"
+        elif not _same(before[f.name], after[f.name]):
+            was, now = before[f.name], after[f.name]
+            return f"{where}: field '{f.name}' changed ({was} -> {now}); an illegal action changes nothing"
+    if not bool(after["terminated"]) or bool(after["truncated"]):
+        return f"{where}: terminated {after['terminated']} truncated {after['truncated']}, expected true / false"
+    want_r = _penalty_rewards(spec, int(before["current_player"]))
+    if not _same(want_r, np.asarray(after["rewards"], np.float32)):
+        return (
+            f"{where}: rewards {after['rewards']}, expected {want_r} "
+            f"(illegal_action_penalty {spec.illegal_action_penalty} for the mover)"
+        )
+    if not bool(np.all(after["legal_action_mask"])):
+        return f"{where}: legal_action_mask of a terminated state is not all true"
+    return None
+
+
+def finished_contract(
+    spec: ir.SpecIR, before: Mapping[str, np.ndarray], after: Mapping[str, np.ndarray], where: str
+) -> str | None:
+    """How `after` (a step of a terminated or truncated `before`) breaks 14.3 step 1; None if it holds."""
+    for k, w in before.items():
+        if k == "rewards":
+            if np.any(np.asarray(after[k]) != 0):
+                return f"{where}: rewards {after[k]}, expected zeros (a finished state pays nothing)"
+        elif k not in after or not _same(w, after[k]):
+            return f"{where}: '{k}' changed ({w} -> {after.get(k)}); a finished state stays as it is"
+    return None
+
+
+def _flagged(d: Mapping[str, np.ndarray], which: str) -> dict[str, np.ndarray]:
+    """`d` marked terminated (`which` = "terminated") or truncated."""
+    out = {k: np.array(v, copy=True) for k, v in d.items()}
+    out["terminated"] = np.asarray(which == "terminated")
+    out["truncated"] = np.asarray(which == "truncated")
+    return out
+
+
+def level1_contract(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) -> list[Check]:
+    """L1 properties of the step's bookkeeping on the backend's own states (14.3): illegal and out-of-range ids
+    (discrete specs), and steps of finished states (each rollout's end, or its last state marked finished)."""
+    illegal = Check("L1", "illegal and out-of-range action ids change only step_count, pay the penalty, end")
+    finished = Check("L1", "a finished state stays as it is")
+    gen = np.random.default_rng(seed + 11)
+    key = rng.key_from_seed(seed + 11)
+    for ep in range(episodes):
+        key, k = rng.split(key)
+        run = list(_rollout(env, k, gen, max_steps))
+        live = [t for t, s in enumerate(run) if not (bool(s.terminated) or bool(s.truncated))]
+        if spec.box is None:
+            for t in sorted(gen.choice(live, size=min(2, len(live)), replace=False)) if live else []:
+                s = run[int(t)]
+                before = env.state_to_dict(s)
+                for a in _bad_ids(spec, np.asarray(s.legal_action_mask), gen):
+                    key, k2 = rng.split(key)
+                    illegal.cases += 1
+                    m = illegal_contract(
+                        spec, before, env.state_to_dict(env.step(s, a, k2)), f"episode {ep} step {t} action {a}"
+                    )
+                    if m is not None:
+                        illegal.fail(m)
+        # the episode's end (if it ended) and its last live state marked terminated or truncated (alternately)
+        ends = [(f"episode {ep} end", run[-1])] if not live or live[-1] != len(run) - 1 else []
+        if live:
+            flag = ("terminated", "truncated")[ep % 2]
+            marked = env.state_from_dict(_flagged(env.state_to_dict(run[live[-1]]), flag))
+            ends.append((f"episode {ep} step {live[-1]} marked {flag}", marked))
+        for where, last in ends:
+            before = env.state_to_dict(last)
+            acts: list[Any] = (
+                [_action(spec, np.ones(spec.num_actions, np.bool_), gen), -1, HUGE_ID]
+                if spec.box is None
+                else [_action(spec, np.zeros(0, np.bool_), gen)]
+            )
+            for a in acts:
+                key, k2 = rng.split(key)
+                finished.cases += 1
+                m = finished_contract(spec, before, env.state_to_dict(env.step(last, a, k2)), f"{where}, action {a}")
+                if m is not None:
+                    finished.fail(m)
+    return [illegal, finished] if spec.box is None else [finished]
+
+
+def _one_step(
+    spec: ir.SpecIR,
+    ref: ReferenceEnv,
+    env: Any,
+    d: Mapping[str, np.ndarray],
+    act: Any,
+    key: rng.Key,
+    where: str,
+    wrote: dict[str, list[str]],
+) -> tuple[str | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Inject `d` on both, compare, step both with `act` and `key`, compare (as L2 does): (first difference,
+    the backend's injected state and its result, as dicts)."""
+    r0, b0 = ref.state_from_dict(d), env.state_from_dict(d)
+    before = env.state_to_dict(b0)
+    m = diff(spec, ref.state_to_dict(r0), before, f"{where} (injected)", wrote)
+    if m is not None:
+        return m, before, {}
+    got = env.state_to_dict(env.step(b0, act, key))
+    want = ref.state_to_dict(ref.step(r0, act, key))
+    m = diff(spec, want, got, f"{where} action {act}", wrote)
+    if m is not None and (_ill_conditioned(spec, want, got) or _within_twins(spec, ref, d, act, key, want, got)):
+        m = ""  # not scored
+    return m, before, got
+
+
+def _within_twins(
+    spec: ir.SpecIR,
+    ref: ReferenceEnv,
+    d: Mapping[str, np.ndarray],
+    act: Any,
+    key: rng.Key,
+    want: Mapping[str, np.ndarray],
+    got: Mapping[str, np.ndarray],
+) -> bool:
+    """The backend is as far from the reference as the reference is from itself when every float of the state
+    is nudged one ulp (up, then down): a step so ill-conditioned there (an edge value of a chaotic system) that
+    last-bit differences (14.3) grow beyond the one-step tolerance. Ints and bools must still match."""
+    nudged = [f.name for f in spec.fields if f.ty.dtype.is_float]
+    floats = [k for k, w in want.items() if np.asarray(w).dtype.kind == "f"]  # the fields and derived outputs
+    if not nudged or any(not _same(w, got[k]) for k, w in want.items() if k not in floats):
+        return False
+    spread = {n: np.zeros(np.shape(want[n])) for n in floats}
+    for way in (np.inf, -np.inf):
+        twin = {k: np.array(v, copy=True) for k, v in d.items()}
+        for n in nudged:
+            twin[n] = np.nextafter(twin[n], np.asarray(way, twin[n].dtype))
+        t = ref.state_to_dict(ref.step(ref.state_from_dict(twin), act, key))
+        for n in floats:
+            spread[n] = np.maximum(spread[n], np.abs(np.asarray(t[n], np.float64) - np.asarray(want[n], np.float64)))
+    for n in floats:
+        w, g = np.asarray(want[n], np.float64), np.asarray(got[n], np.float64)
+        if not np.all((np.abs(g - w) <= 2 * spread[n] + ATOL + RTOL * np.abs(w)) | (np.isnan(g) & np.isnan(w))):
+            return False
+    return True
+
+
+def _ill_conditioned(spec: ir.SpecIR, want: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) -> bool:
+    """The backend's float fields after the step differ from the reference's in their last bits (within the
+    tolerance: a transcendental function, a fused multiply-add, 14.3), so a comparison sitting on a boundary
+    may honestly come out the other way. With bit-equal floats a differing outcome is a bug."""
+    floats = [f.name for f in spec.fields if f.ty.dtype.is_float]
+    if not floats or all(_same(want[n], got[n]) for n in floats):
+        return False
+    return all(not np.any(far(np.asarray(got[n]), np.asarray(want[n]), RTOL, ATOL)) for n in floats)
+
+
+def _around(c: float, f: ir.FieldInfo, k: int = 1) -> list[float]:
+    """`c` in the field's dtype and the `k` values of that dtype on each side (ulps for floats, units for
+    integers; a non-integral `c` gives the integers on both sides of it), within the declared bounds."""
+    dt = f.ty.dtype
+    vals: list[Any]
+    if dt.is_float:
+        t = np.float64 if dt is ir.DType.F64 else np.float32
+        vals, up, down = [t(c)], t(c), t(c)
+        for _ in range(k):
+            up, down = np.nextafter(up, t(np.inf)), np.nextafter(down, t(-np.inf))
+            vals += [up, down]
+        lo, hi = float(np.finfo(t).min), float(np.finfo(t).max)
+    else:
+        base = float(np.floor(c))
+        vals = [base + i for i in range(-k, k + 1)] if base == c else [base - i for i in range(k)]
+        vals += [] if base == c else [base + 1 + i for i in range(k)]
+        lo, hi = (float(x) for x in dt.int_range)
+    if f.low is not None:
+        lo = max(lo, float(f.low))
+    if f.high is not None:
+        hi = min(hi, float(f.high))
+    return sorted(float(v) for v in dict.fromkeys(float(v) for v in vals) if np.isfinite(v) and lo <= v <= hi)
+
+
+def level2_contract(
+    spec: ir.SpecIR,
+    env: Any,
+    ref: ReferenceEnv,
+    pool: list[dict[str, np.ndarray]],
+    ends: list[dict[str, np.ndarray]],
+    base: dict[str, np.ndarray],
+    states: int,
+    seed: int,
+) -> list[Check]:
+    """One step compared with the reference (as L2 does) where random play never goes: illegal and out-of-range
+    ids (outside the box for a continuous action), steps after the end (episode ends, and reached and fuzzed
+    states marked terminated or truncated), and boundary values (`envc.against.boundaries`: every constant a step
+    compares a state element with, and its neighbours, injected into reached and fuzzed states)."""
+    from envc.against import boundaries  # envc.against imports this module
+
+    wrote = writers(spec)
+    gen = np.random.default_rng(seed + 12)
+    key = rng.key_from_seed(seed + 12)
+    n = max(1, min(states, 50))
+    box = spec.box is not None
+    illegal = Check("L2", "actions outside the box" if box else "illegal and out-of-range action ids")
+    finished = Check("L2", "one step from a finished state (terminated or truncated)")
+    edges = Check("L2", "one step from boundary values (compared constants, +-1 ulp / +-1)")
+
+    def injected(i: int) -> dict[str, np.ndarray]:
+        return pool[i % len(pool)] if i % 2 == 0 and pool else fuzz_state(spec, base, gen)
+
+    for i in range(n):
+        d = injected(i)
+        mask = np.asarray(ref.state_from_dict(d).legal_action_mask)
+        for a in _outside_box(spec, gen)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen):
+            key, k = rng.split(key)
+            illegal.cases += 1
+            m, before, got = _one_step(spec, ref, env, d, a, k, f"state {i}", wrote)
+            if m is None and not box:
+                m = illegal_contract(spec, before, got, f"state {i} action {a} (backend)")
+            if m == "":  # a last-bit float difference decides a comparison (box actions): not scored
+                illegal.cases -= 1
+            elif m is not None:
+                illegal.fail(m)
+    for i in range(n):
+        d = ends[i % len(ends)] if i % 3 == 0 and ends else _flagged(injected(i), ("terminated", "truncated")[i % 2])
+        a = _action(spec, np.ones(spec.num_actions, np.bool_), gen) if box or i % 2 else HUGE_ID
+        key, k = rng.split(key)
+        finished.cases += 1
+        m, before, got = _one_step(spec, ref, env, d, a, k, f"finished state {i}", wrote)
+        if m is None:
+            m = finished_contract(spec, before, got, f"finished state {i} action {a} (backend)")
+        if m:  # "" cannot happen here: a finished state computes nothing
+            finished.fail(m)
+    invariants = Check("L2", "the same invariants fail on injected states as on the reference")
+    for i in range(2 * n if spec.invariants else 0):
+        d = injected(i) if i % 4 else pool[i % len(pool)] if pool else fuzz_state(spec, base, gen)
+        invariants.cases += 1
+        try:
+            want_inv = sorted(ref.invariants(ref.state_from_dict(d)))
+        except SpecRuntimeError:
+            invariants.cases -= 1
+            continue
+        got_inv = sorted(env.invariants(env.state_from_dict(d)))
+        if got_inv != want_inv:
+            invariants.fail(
+                f"injected state {i}: the reference's invariants fail on {want_inv}, the backend's on {got_inv}"
+            )
+    info = {f.name: f for f in spec.fields}
+    j = ties = 0  # ties: cases whose outcome differs only through last-bit float differences (not scored)
+    for (name, at), consts in sorted(boundaries(spec).items()):
+        f = info.get(name)
+        if f is None or f.ty.dtype is ir.DType.BOOL or f.ty.enum is not None:
+            continue
+        for c in sorted(consts):
+            for _ in range(4):
+                j += 1
+                d = {k2: np.array(x, copy=True) for k2, x in injected(j).items()}
+                d[name][at] = c
+                try:
+                    r0 = ref.state_from_dict(d)
+                    act = (
+                        _action(spec, np.asarray(r0.legal_action_mask), gen)
+                        if box or np.any(r0.legal_action_mask)
+                        else 0
+                    )
+                    key, k = rng.split(key)
+                    moved = float(ref.state_to_dict(ref.step(r0, act, k))[name][at])
+                except SpecRuntimeError:
+                    continue
+                # the element at c +- 1 before the step (a mask, a rule's `when`), and where the step lands it
+                # at c +- 1 if it moves it by about as much from there (`x + tau * x_dot` against a threshold)
+                values = _around(c, f)
+                if np.isfinite(moved) and moved != c:
+                    values += _around(c - (moved - c), f, 2)
+                for v in dict.fromkeys(values):
+                    d[name][at] = v
+                    try:
+                        if ref.invariants(ref.state_from_dict(d)):
+                            continue  # a state the spec rules out
+                    except SpecRuntimeError:
+                        continue
+                    edges.cases += 1
+                    m, _, _ = _one_step(spec, ref, env, d, act, k, f"{element_name(name, at)} = {v!r}", wrote)
+                    if m is None and not box:  # an illegal id there too (`truncated` stays false, 14.3)
+                        edges.cases += 1
+                        m, _, _ = _one_step(spec, ref, env, d, -1, k, f"{element_name(name, at)} = {v!r}", wrote)
+                    if m == "":
+                        ties += 1
+                    elif m is not None:
+                        edges.fail(m)
+    edges.figures = {"ill_conditioned": ties}
+    edges.cases -= ties
+    return [illegal, finished] + ([invariants] if spec.invariants else []) + ([edges] if edges.cases else [])

@@ -1,0 +1,85 @@
+"""The derived checks of issue #20 catch the bugs random play never shows: a generated JAX `env.py` with one
+hand-made bug in the step's bookkeeping fails the new checks at L1 and L2, and one at a boundary passes the older
+checks and fails the boundary check."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import envc
+from envc import rng
+from envc.verify import Check, finished_contract, illegal_contract, verify
+
+ROOT = Path(__file__).resolve().parent.parent
+OLD = {"invariants hold", "observation shapes and bounds", "legal action when not done", "determinism",
+       "one step from reference-rollout states", "one step from fuzzed states"}  # fmt: skip
+
+
+def _edited(spec_file: str, old: str, new: str) -> Any:
+    """A `JaxEnv` over the spec's generated `env.py` with `old` replaced by `new` (once, and it must be there)."""
+    from envc.mutate.jax import JaxProgram
+
+    prog = JaxProgram(envc.load(str(ROOT / "specs" / spec_file)))
+    assert prog.source.count(old) == 1, old
+    prog.tree = ast.parse(prog.source.replace(old, new))
+    return prog.env(None)
+
+
+def _checks(env: Any) -> dict[str, Check]:
+    return {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=10, states=40)}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "caught"),
+    [
+        # the penalty's sign
+        ("jnp.float32(ILLEGAL_ACTION_PENALTY),", "jnp.float32(-ILLEGAL_ACTION_PENALTY),", "illegal"),
+        # -1 clipped to 0 and taken as a move
+        ("& (action >= 0) ", "", "illegal"),
+        # a truncated state steps on
+        ("done = jnp.logical_or(state.terminated, state.truncated)", "done = state.terminated", "finish"),
+    ],
+    ids=["penalty-sign", "negative-id", "truncated-steps"],
+)
+def test_step_bookkeeping_bug_is_caught(old: str, new: str, caught: str) -> None:
+    checks = _checks(_edited("tic_tac_toe.yaml", old, new))
+    failed = {c.level for c in checks.values() if not c.passed and caught in c.name}
+    assert failed == {"L1", "L2"}, [(c.level, c.name, c.failures[:1]) for c in checks.values() if not c.passed]
+
+
+def test_boundary_comparison_is_caught() -> None:
+    # `x > x_threshold` -> `x >= x_threshold`: only a state landing exactly on 2.4 tells them apart
+    env = _edited("cartpole.yaml", "(state.x > params.x_threshold)", "(state.x >= params.x_threshold)")
+    checks = _checks(env)
+    assert all(checks[n].passed for n in OLD if n in checks)
+    edges = checks["one step from boundary values (compared constants, +-1 ulp / +-1)"]
+    assert not edges.passed and "'terminated'" in edges.failures[0]
+
+
+def test_truncation_limit_is_caught() -> None:
+    env = _edited("cartpole.yaml", "(state.step_count >= params.max_steps)", "(state.step_count > params.max_steps)")
+    checks = _checks(env)
+    assert all(checks[n].passed for n in OLD if n in checks)
+    assert not checks["one step from boundary values (compared constants, +-1 ulp / +-1)"].passed
+
+
+def test_the_contracts_as_documented() -> None:
+    spec = envc.load(str(ROOT / "specs" / "kuhn_poker.yaml"))
+    ref = envc.build(spec)
+    s = ref.init(rng.key_from_seed(0))
+    before = ref.state_to_dict(s)
+    after = ref.state_to_dict(ref.step(s, -1))
+    assert illegal_contract(spec, before, after, "x") is None
+    wrong = dict(after, rewards=-np.asarray(after["rewards"]))
+    assert "illegal_action_penalty" in str(illegal_contract(spec, before, wrong, "x"))
+    moved = dict(after, current_player=np.asarray(1 - int(before["current_player"]), np.int32))
+    assert "an illegal action changes nothing" in str(illegal_contract(spec, before, moved, "x"))
+    end = ref.step(s, -1)
+    again = ref.state_to_dict(ref.step(end, 0))
+    assert finished_contract(spec, after, again, "x") is None
+    assert "a finished state stays as it is" in str(finished_contract(spec, after, dict(again, terminated=False), "x"))
