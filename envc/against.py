@@ -91,10 +91,10 @@ class Divergence:
             "where": self.where,
             "quantity": self.quantity,
             "index": list(self.index),
-            "original": _plain(self.original),
-            "spec": _plain(self.spec),
-            "action": _plain(self.action),
-            "injected": None if self.injected is None else {k: _plain(v) for k, v in self.injected.items()},
+            "original": plain(self.original),
+            "spec": plain(self.spec),
+            "action": plain(self.action),
+            "injected": None if self.injected is None else {k: plain(v) for k, v in self.injected.items()},
             "written_at": self.written_at,
             "note": self.note,
         }
@@ -185,20 +185,21 @@ class AgainstReport:
         }
 
 
-def _plain(v: Any) -> Any:
+def plain(v: Any) -> Any:
+    """numpy values (nested in dicts) as JSON-ready Python values; non-finite floats as text."""
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
+        return {k: plain(x) for k, x in v.items()}
     if isinstance(v, float) and not math.isfinite(v):
         return str(v)
     return v
 
 
 def _show(v: Any) -> str:
-    v = _plain(v)
+    v = plain(v)
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, list) and len(v) > 12:
@@ -207,8 +208,8 @@ def _show(v: Any) -> str:
 
 
 def _stat_json(s: Any) -> dict[str, Any]:
-    out = {k: _plain(getattr(s, k, None)) for k in ("quantity", "n_a", "n_b", "statistic", "p_value", "alpha")}
-    out.update(detectable=_plain(getattr(s, "detectable", None)), passed=bool(getattr(s, "passed", False)))
+    out = {k: plain(getattr(s, k, None)) for k in ("quantity", "n_a", "n_b", "statistic", "p_value", "alpha")}
+    out.update(detectable=plain(getattr(s, "detectable", None)), passed=bool(getattr(s, "passed", False)))
     describe = getattr(s, "describe", None)
     out["describe"] = describe() if callable(describe) else str(s)
     return out

@@ -187,10 +187,12 @@ def verify(
             progress=lambda lv: status.update(f"verifying {lv}"),
         )
     if as_json:
-        checks_json = [dataclasses.asdict(c) for c in checks]
+        from envc.against import plain
+
+        checks_json = [plain(dataclasses.asdict(c)) for c in checks]
         passed = all(c.passed for c in checks)
         report = {"spec": model.name, "backend": backend, "passed": passed, "checks": checks_json}
-        print(json.dumps(report, indent=2, default=_plain_json))
+        print(json.dumps(report, indent=2))
         raise typer.Exit(0 if passed else 1)
     for lv in levels:
         table = Table(title=f"{model.name} on {backend}: {lv}")
@@ -206,17 +208,6 @@ def verify(
                 table.add_row(c.name, str(c.cases), result)
         Console().print(table)
     raise typer.Exit(0 if all(c.passed for c in checks) else 1)
-
-
-def _plain_json(v: object) -> object:
-    """numpy scalars and arrays in a report, as JSON numbers and lists."""
-    import numpy as np
-
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    return str(v)
 
 
 def _verify_against(
