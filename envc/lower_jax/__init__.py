@@ -342,6 +342,7 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         f"{package}/rollout.py": env.get_template("rollout.py.j2").render(ctx),
         "pyproject.toml": env.get_template("pyproject.toml.j2").render(ctx),
         "README.md": env.get_template("README.md.j2").render(ctx),
+        f"{package}/pgx_env.py": env.get_template("pgx_env.py.j2").render(ctx),
     }
     if spec.players == 1:
         files[f"{package}/gymnax_env.py"] = env.get_template("gymnax_env.py.j2").render(ctx)

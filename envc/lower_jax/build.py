@@ -84,12 +84,18 @@ class JaxEnv:
 
     @staticmethod
     def _key(key: Any) -> Any:
+        """A raw uint32[2] key: traced keys (under `jax.jit`/`jax.vmap`) pass through, concrete ones are checked."""
+        import jax
         import jax.numpy as jnp
 
         from envc import rng
 
         if key is None:
             return jnp.zeros(2, jnp.uint32)
+        if isinstance(key, jax.core.Tracer):
+            if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+                return jax.random.key_data(key)
+            return key.astype(jnp.uint32)
         return jnp.asarray(np.array(rng.as_key(key), np.uint32))
 
     def init(self, key: Any) -> Any:
@@ -121,8 +127,18 @@ class JaxEnv:
         """The generated package's scan-fused `rollout(key, num_envs, num_steps, policy, params)`."""
         return importlib.import_module(self.package + ".rollout").rollout
 
-    def gymnax(self) -> Any:
-        """The spec as a gymnax `Environment` (single-agent specs; needs gymnax)."""
+    def gymnax(self, five_values: bool = False) -> Any:
+        """The spec as a gymnax `Environment` (single-agent specs; needs gymnax); `five_values=True` wraps it in
+        gymnax's `LegacyStepAPIWrapper` (the five-value `step` of PureJaxRL and rejax)."""
         if self.num_players != 1:
             raise ValueError(f"'{self.spec.name}' has {self.num_players} players; gymnax envs are single-agent")
-        return importlib.import_module(self.package + ".gymnax_env").GymnaxEnv()
+        env = importlib.import_module(self.package + ".gymnax_env").GymnaxEnv()
+        if five_values:
+            from envc.gymnax import five_value_env
+
+            return five_value_env(env)
+        return env
+
+    def pgx(self) -> Any:
+        """The spec as a `pgx.Env` with this env's params (needs pgx)."""
+        return importlib.import_module(self.package + ".pgx_env").PgxEnv(self.params)

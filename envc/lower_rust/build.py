@@ -217,9 +217,17 @@ class RustEnv:
         """Inject a state."""
         return self.env.state_from_dict(d)
 
-    def vector_env(self, num_envs: int, seed: int = 0, threads: int | None = None, copy: bool = True) -> Any:
-        """A gymnasium `VectorEnv` stepped in Rust (batched numpy outputs, legal mask in `info`)."""
-        return self.env.vector_env(num_envs, seed=seed, threads=threads, copy=copy)
+    def vector_env(
+        self,
+        num_envs: int,
+        seed: int = 0,
+        threads: int | None = None,
+        copy: bool = True,
+        autoreset_mode: Any = "next_step",
+    ) -> Any:
+        """A gymnasium `VectorEnv` stepped in Rust (batched numpy outputs, legal mask in `info`); `autoreset_mode`:
+        "next_step", "same_step" or "disabled"."""
+        return self.env.vector_env(num_envs, seed=seed, threads=threads, copy=copy, autoreset_mode=autoreset_mode)
 
     def gym_env(self, render_mode: str | None = None) -> Any:
         """A gymnasium `Env`."""

@@ -334,6 +334,37 @@ impl<E: Env> Batch<E> {
         );
     }
 
+    /// Reseed sub-environment `i` with `seeds[i]` (`None`: left as it is): its next restart is episode 0 of that seed.
+    pub fn seed_each(&mut self, seeds: &[Option<i64>]) {
+        for (slot, s) in self.slots.iter_mut().zip(seeds) {
+            if let Some(s) = *s {
+                slot.seed(s);
+            }
+        }
+    }
+
+    /// Restart the sub-environments with `only[i]` set (their next episodes), writing only their rows of `out`.
+    pub fn reset_some<R: ObsRows<Obs = E::Obs>>(&mut self, only: &[bool], out: Out<'_, R>) {
+        self.run(
+            (only, out),
+            |(m, o), n| {
+                let (m1, m2) = m.split_at(n);
+                let (o1, o2) = o.split_rows::<E>(n);
+                ((m1, o1), (m2, o2))
+            },
+            |prm, mut part, (only, mut out)| {
+                let (mut obs, mut tmp) = (E::Obs::default(), E::fresh());
+                for i in 0..part.slots.len() {
+                    if only[i] {
+                        let st = part.restart(prm, i, &mut tmp);
+                        write_row::<E, R>(prm, st, false, &mut out, i, None, Action::NONE, &mut obs);
+                    }
+                }
+            },
+            |_, _| (),
+        );
+    }
+
     /// One step of every sub-environment with gymnasium's next-step auto-reset: a sub-environment that
     /// finished on the previous call ignores its action and restarts (reward 0, not terminated).
     pub fn step<R: ObsRows<Obs = E::Obs>>(&mut self, actions: Actions<'_>, out: Out<'_, R>) {
