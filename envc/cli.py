@@ -69,6 +69,9 @@ def run(
     seed: Annotated[int, typer.Option(help="Seed for keys and the random policy")] = 0,
     backend: Annotated[str, typer.Option(help="reference, jax or rust")] = "reference",
     max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
+    record: Annotated[
+        str | None, typer.Option(help="Also write one random episode, drawn by the spec's render, to this .gif")
+    ] = None,
 ) -> None:
     """Play random legal actions and print a summary table."""
     from envc.rollout import StuckEpisode, random_rollouts
@@ -101,6 +104,37 @@ def run(
         f"{summary.steps_per_second:,.0f}",
     )
     Console().print(table)
+    if record is not None:
+        from envc.play import PlayError
+        from envc.play import record as record_episode
+
+        try:
+            frames = record_episode(env, model, record, seed=seed, max_steps=min(max_steps, 1000))
+        except (PlayError, OSError) as e:
+            _error(e)
+            raise typer.Exit(2) from None
+        err.print(f"wrote {record} ({frames} frames)")
+
+
+@app.command()
+def play(
+    spec: Annotated[str, typer.Argument(help="Spec file")],
+    backend: Annotated[str, typer.Option(help="reference, jax or rust")] = "reference",
+    opponent: Annotated[str, typer.Option(help="random, or a run folder of `envc train`")] = "random",
+    seat: Annotated[int, typer.Option(help="The player you are (0 moves first when the spec says so)")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the episode and of a random opponent")] = 0,
+) -> None:
+    """Play a spec in the terminal against a random or trained opponent, drawn by its render section."""
+    from envc.play import PlayError
+    from envc.play import play as play_episode
+
+    model = _load_or_exit(spec)
+    try:
+        env = envc.build(model, backend=backend)
+        play_episode(env, model, seat=seat, opponent=opponent, seed=seed, console=Console())
+    except (PlayError, ValueError) as e:
+        _error(e)
+        raise typer.Exit(2) from None
 
 
 def _load_or_exit(spec: str) -> envc.SpecIR:
@@ -483,6 +517,92 @@ def mutate(
     from envc.mutate.cli import run as run_mutate
 
     raise typer.Exit(run_mutate(spec, backend, mutants, seed, budget, episodes, states, as_json, killed))
+
+
+@app.command()
+def train(
+    spec: Annotated[str, typer.Argument(help="Spec file")],
+    out: Annotated[str | None, typer.Option("-o", "--out", help="Run folder (default: under runs/)")] = None,
+    steps: Annotated[int | None, typer.Option(help="Env steps to train for (config: total_steps)")] = None,
+    num_envs: Annotated[int | None, typer.Option(help="Envs stepped in parallel (config: num_envs)")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the network, envs and sampling")] = None,
+    config: Annotated[str | None, typer.Option(help="YAML or JSON file of PPO settings (docs/train.md)")] = None,
+) -> None:
+    """Train PPO on the spec's JAX env (self-play for multi-player specs): metrics, curve and checkpoints."""
+    from envc.train.checkpoint import RunError
+    from envc.train.config import ConfigError
+    from envc.train.run import train_cli
+
+    try:
+        model = envc.load(spec)
+    except envc.SpecError as e:  # bad input to train (e.g. no actions): the diagnostics, exit 2
+        for d in e.diagnostics:
+            print(d.format(), file=sys.stderr)
+        raise typer.Exit(2) from None
+    try:
+        code = train_cli(model, out, steps, num_envs, seed, config)
+    except (RunError, ConfigError) as e:
+        _error(e)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+@app.command("eval")
+def eval_(
+    run: Annotated[str, typer.Argument(help="Run folder (from envc train)")],
+    backend: Annotated[str, typer.Option(help="reference, jax or rust")] = "jax",
+    against: Annotated[
+        str | None,
+        typer.Option(help="Play the original instead: gymnasium:ENV_ID, pgx:ENV_ID, MODULE:FACTORY, declared"),
+    ] = None,
+    episodes: Annotated[int, typer.Option(help="Episodes (games with --opponent)")] = 100,
+    greedy: Annotated[bool, typer.Option("--greedy/--sample", help="Most likely action, or sample the policy")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the episodes' keys")] = 0,
+    max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
+    opponent: Annotated[
+        str | None, typer.Option(help="Multi-player: play `random`, a checkpoint of this run, or another run folder")
+    ] = None,
+    checkpoint: Annotated[str | None, typer.Option(help="Checkpoint to evaluate (default: the last)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON")] = False,
+) -> None:
+    """Run a trained policy on a backend (or the original) and report its return distribution, or win rates."""
+    from envc.train.evaluate import EvalError, eval_cli
+
+    try:
+        code = eval_cli(run, backend, against, episodes, greedy, seed, max_steps, opponent, checkpoint, as_json)
+    except EvalError as e:
+        _error(e)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def transfer(
+    run: Annotated[str, typer.Argument(help="Run folder (from envc train)")],
+    episodes: Annotated[int, typer.Option(help="Episodes per backend")] = 1000,
+    margin: Annotated[float | None, typer.Option(help="Equivalence margin (default: 10% of the return scale)")] = None,
+    alpha: Annotated[float, typer.Option(help="Level of each one-sided test")] = 0.05,
+    backend: Annotated[list[str] | None, typer.Option(help="Backends to compare (default: all three)")] = None,
+    against: Annotated[str | None, typer.Option(help="The original (default: the spec's declared oracle)")] = None,
+    original: Annotated[bool, typer.Option("--original/--no-original", help="Also play the original")] = True,
+    greedy: Annotated[bool, typer.Option("--greedy/--sample", help="Most likely action, or sample the policy")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the episodes' keys")] = 0,
+    max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
+    checkpoint: Annotated[str | None, typer.Option(help="Checkpoint to evaluate (default: the last)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """The same policy on every backend and the original: mean returns and a TOST equivalence test each."""
+    from envc.train.evaluate import EvalError
+    from envc.train.transfer import transfer_cli
+
+    try:
+        code = transfer_cli(
+            run, episodes, seed, greedy, margin, alpha, backend, against, max_steps, checkpoint, original, as_json
+        )
+    except EvalError as e:
+        _error(e)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
 
 
 if __name__ == "__main__":

@@ -505,6 +505,47 @@ class OracleInfo(_Node):
     span: Span
 
 
+class RenderField(_Node):
+    """A `{EXPR}` of a render text line: the value, its format spec, and labels to draw instead of ints."""
+
+    expr: Expr
+    fmt: str = ""
+    names: tuple[str, ...] = ()
+
+
+class RenderLine(_Node):
+    """A render text line: `texts` around `fields` (one more text than fields), drawn when `when` holds."""
+
+    texts: tuple[str, ...]
+    fields: tuple[RenderField, ...]
+    when: Expr
+
+
+class RenderShape(_Node):
+    """One shape; coords: line x0 y0 x1 y1, circle cx cy r, rect cx cy w h, polygon x y ..., curve x y (of `t`)."""
+
+    shape: str
+    coords: tuple[Expr, ...]
+    width: Expr | None = None
+    color: tuple[int, int, int]
+    samples: int = 0
+    when: Expr
+
+
+class RenderInfo(_Node):
+    """The `render` section: a text grid and lines, and/or a canvas of shapes (envc/render.py draws them)."""
+
+    grid: tuple[int, int] | None = None
+    cell: Expr | None = None
+    symbols: tuple[tuple[int, str], ...] = ()
+    sep: str = " "
+    lines: tuple[RenderLine, ...] = ()
+    canvas: tuple[int, int] | None = None
+    world: tuple[Expr, ...] = ()
+    background: tuple[int, int, int] = (255, 255, 255)
+    shapes: tuple[RenderShape, ...] = ()
+
+
 class SpecIR(_Node):
     """A checked spec, ready for the interpreter and the code generators."""
 
@@ -532,6 +573,7 @@ class SpecIR(_Node):
     illegal_action_penalty: float
     data_files: tuple[str, ...] = ()
     oracle: OracleInfo | None = None
+    render: RenderInfo | None = None
 
     def field(self, name: str) -> FieldInfo:
         """The storage field called `name`."""
@@ -575,6 +617,10 @@ _MODELS: tuple[type[BaseModel], ...] = (
     RuleInfo,
     CallableInfo,
     OracleInfo,
+    RenderField,
+    RenderLine,
+    RenderShape,
+    RenderInfo,
     SpecIR,
 )
 for _model in _MODELS:
@@ -588,6 +634,7 @@ def content_digest(spec: SpecIR) -> str:
     data["path"] = PurePath(spec.path).name
     data["data_files"] = [PurePath(p).name for p in spec.data_files]
     data.pop("oracle", None)  # what the spec is compared with is no input of any backend
+    data.pop("render", None)  # nor is how a state is drawn (envc/render.py draws from the state's arrays)
     stack: list[object] = [data]
     while stack:  # iterative: IR trees may nest deeper than Python's recursion limit
         node = stack.pop()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as sps  # type: ignore[import-untyped]
 
 # The one-step float tolerance of the comparisons (the same as envc.verify's).
@@ -366,3 +367,118 @@ def parting_rank_test(ranks: Sequence[int], twins: int, alpha: float = 0.01) -> 
         pmf = np.convolve(pmf, np.full(twins + 1, 1.0 / (twins + 1)))
     p = float(min(1.0, pmf[: total + 1].sum()))
     return RankTest(len(r), twins, total, sum(1 for x in r if x == 0), p, alpha, p >= alpha)
+
+
+# ---- equivalence and proportions (envc eval / transfer / versus) -------------------------------------------
+@dataclass(frozen=True)
+class Equivalence:
+    """Two one-sided t-tests (TOST, Welch or paired) that mean(a) - mean(b) lies within (-margin, +margin).
+
+    `p_value` is the larger of the two one-sided p-values: below `alpha`, equivalence is shown at level alpha (the
+    (1 - 2 alpha) confidence interval of the difference lies inside the margin). `p_difference` is the ordinary
+    two-sided Welch test of no difference. Verdict: "equivalent" (p_value < alpha); else "different" (the
+    difference itself is significant, p_difference < alpha); else "not shown equivalent".
+    """
+
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    difference: float  # mean_a - mean_b
+    margin: float
+    alpha: float
+    df: float  # Welch-Satterthwaite degrees of freedom (inf when both samples are constant)
+    ci_low: float  # the (1 - 2 alpha) confidence interval of the difference
+    ci_high: float
+    p_lower: float  # H0: difference <= -margin
+    p_upper: float  # H0: difference >= +margin
+    p_difference: float
+
+    @property
+    def p_value(self) -> float:
+        """The TOST p-value: the larger one-sided p."""
+        return max(self.p_lower, self.p_upper)
+
+    @property
+    def verdict(self) -> str:
+        """equivalent / different / not shown equivalent."""
+        if self.p_value < self.alpha:
+            return "equivalent"
+        if self.p_difference < self.alpha:
+            return "different"
+        return "not shown equivalent"
+
+    def describe(self) -> str:
+        """One line: the difference, its interval, the margin, p and the verdict."""
+        level = 1 - 2 * self.alpha
+        return (
+            f"difference {self.difference:+.4g}, {level:.0%} CI [{self.ci_low:+.4g}, {self.ci_high:+.4g}], "
+            f"margin +/-{self.margin:.4g}, TOST p={self.p_value:.3g} (alpha {self.alpha:g}): {self.verdict}"
+        )
+
+
+def _sample(x: npt.ArrayLike, what: str) -> np.ndarray:
+    v = np.asarray(x, np.float64).reshape(-1)
+    if v.size < 2:
+        raise ValueError(f"tost: sample {what} needs at least 2 values, got {v.size}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"tost: sample {what} holds a non-finite value")
+    return v
+
+
+def tost(a: npt.ArrayLike, b: npt.ArrayLike, margin: float, alpha: float = 0.05, paired: bool = False) -> Equivalence:
+    """TOST of |mean(a) - mean(b)| < margin at level `alpha` (see `Equivalence`): Welch's t for independent
+    samples, or with `paired` the one-sample t of the differences a[i] - b[i] (matched episodes: same seeds).
+
+    No variance (two constant samples, or identical differences when paired) is decided exactly: the difference
+    is then known, so its p-values are 0 or 1.
+    """
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"tost: alpha must lie in (0, 0.5), got {alpha}")
+    if not (margin > 0 and math.isfinite(margin)):
+        raise ValueError(f"tost: margin must be a positive number, got {margin}")
+    va, vb = _sample(a, "a"), _sample(b, "b")
+    ma, mb = float(va.mean()), float(vb.mean())
+    n_a, n_b = int(va.size), int(vb.size)
+    if paired:
+        if n_a != n_b:
+            raise ValueError(f"tost: paired samples need equal sizes, got {n_a} and {n_b}")
+        diff = va - vb
+        d = float(diff.mean())
+        se = float(diff.std(ddof=1)) / math.sqrt(n_a)
+        df = float(n_a - 1)
+    else:
+        d = ma - mb
+        qa, qb = va.var(ddof=1) / n_a, vb.var(ddof=1) / n_b
+        se = math.sqrt(qa + qb)
+        df = (qa + qb) ** 2 / (qa**2 / (n_a - 1) + qb**2 / (n_b - 1)) if se > 0 else math.inf
+    if se == 0.0:
+        lower, upper = float(d <= -margin), float(d >= margin)
+        return Equivalence(n_a, n_b, ma, mb, d, margin, alpha, math.inf, d, d, lower, upper, float(d == 0.0))
+    half = float(sps.t.ppf(1 - alpha, df)) * se
+    return Equivalence(
+        n_a=n_a,
+        n_b=n_b,
+        mean_a=ma,
+        mean_b=mb,
+        difference=d,
+        margin=margin,
+        alpha=alpha,
+        df=float(df),
+        ci_low=d - half,
+        ci_high=d + half,
+        p_lower=float(sps.t.sf((d + margin) / se, df)),
+        p_upper=float(sps.t.cdf((d - margin) / se, df)),
+        p_difference=float(2 * sps.t.sf(abs(d) / se, df)),
+    )
+
+
+def proportion_interval(k: int, n: int, confidence: float = 0.95, method: str = "wilson") -> tuple[float, float]:
+    """A confidence interval of a binomial proportion k/n: "wilson" (score interval, no continuity correction) or
+    "exact" (Clopper-Pearson), by scipy's `binomtest`."""
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"proportion_interval: need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    if method not in ("wilson", "exact"):
+        raise ValueError(f"proportion_interval: method is wilson or exact, not {method!r}")
+    ci = sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method=method)
+    return float(ci.low), float(ci.high)
