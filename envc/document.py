@@ -261,6 +261,117 @@ class OracleDecl(_Model):
     doc: str = Field("", description="Free text about the original.")
 
 
+Coord = Union[float, str]  # a number, or an f32 expression of the state and params
+
+
+class GridDecl(_Model):
+    """A text grid: one symbol per cell, from an int or enum expression of the row `r` and column `c`."""
+
+    rows: Dim = Field(description="Number of rows (an int or a static name); the local `r` runs over them.")
+    cols: Dim = Field(description="Number of columns (an int or a static name); the local `c` runs over them.")
+    cell: str = Field(description="Int, enum or bool expression of `r`, `c` and the state: the cell's value.")
+    symbols: dict[str, str] = Field(
+        {}, description="Cell value (an int or an enum member name) -> the text drawn; others are drawn as numbers."
+    )
+    sep: str = Field(" ", description="Text between two cells of a row.")
+
+
+class TextLine(_Model):
+    """A line of text drawn only when `when` holds."""
+
+    text: str = Field(description="A format string: `{EXPR}`, `{EXPR:.2f}` or `{EXPR!NAMES}` (a `names` list).")
+    when: Union[str, bool] = True
+
+
+TextLineSpec = Annotated[
+    Union[Annotated[str, Tag("short form")], Annotated[TextLine, Tag("long form")]],
+    Discriminator(_short_or_long),
+]
+
+
+class TextRenderDecl(_Model):
+    """A text render: an optional grid, then lines (format strings of state expressions)."""
+
+    grid: GridDecl | None = None
+    lines: list[TextLineSpec] = Field(
+        [], description='Format strings such as "to move: {current_player}"; `{EXPR}` is any scalar expression.'
+    )
+    names: dict[str, list[str]] = Field(
+        {}, description="Named lists of labels: `{card[0]!cards}` draws `names.cards[card[0]]`."
+    )
+
+
+class LineShape(_Model):
+    """A straight line between two points (world coordinates)."""
+
+    start: list[Coord] = Field(min_length=2, max_length=2)
+    end: list[Coord] = Field(min_length=2, max_length=2)
+    width: Coord = Field(1.0, description="Width in pixels.")
+    color: str = "black"
+
+
+class CircleShape(_Model):
+    """A filled circle (center and radius in world units)."""
+
+    center: list[Coord] = Field(min_length=2, max_length=2)
+    radius: Coord
+    color: str = "black"
+
+
+class RectShape(_Model):
+    """A filled axis-aligned rectangle (center and size in world units)."""
+
+    center: list[Coord] = Field(min_length=2, max_length=2)
+    size: list[Coord] = Field(min_length=2, max_length=2)
+    color: str = "black"
+
+
+class PolygonShape(_Model):
+    """A filled polygon (world coordinates)."""
+
+    points: list[list[Coord]] = Field(min_length=3)
+    color: str = "black"
+
+
+class CurveShape(_Model):
+    """A polyline through `samples` points; `x` and `y` read the local `t`, running from 0 to 1."""
+
+    samples: int = Field(50, ge=2, le=10_000)
+    x: Coord
+    y: Coord
+    width: Coord = Field(1.0, description="Width in pixels.")
+    color: str = "black"
+
+
+class ShapeItem(_Model):
+    """One shape (exactly one of line, circle, rect, polygon, curve), drawn when `when` holds."""
+
+    line: LineShape | None = None
+    circle: CircleShape | None = None
+    rect: RectShape | None = None
+    polygon: PolygonShape | None = None
+    curve: CurveShape | None = None
+    when: Union[str, bool] = True
+
+
+class ShapesRenderDecl(_Model):
+    """A 2D drawing: a canvas in pixels showing the world rectangle `world`, and shapes drawn in order."""
+
+    width: int = Field(600, ge=8, le=4096)
+    height: int = Field(400, ge=8, le=4096)
+    world: list[Coord] = Field(min_length=4, max_length=4, description="[xmin, xmax, ymin, ymax] shown.")
+    background: str = "white"
+    items: list[ShapeItem] = []
+
+
+class RenderDecl(_Model):
+    """How a state is drawn: `text` (boards, cards) and/or `shapes` (control tasks); evaluated from the state."""
+
+    text: TextRenderDecl | None = None
+    shapes: ShapesRenderDecl | None = None
+    doc: str = ""
+
+
 ParamSpec = Annotated[
     Union[Annotated[Scalar, Tag("short form")], Annotated[ParamDecl, Tag("long form")]],
     Discriminator(_short_or_long),
@@ -314,6 +425,11 @@ class SpecDocument(_Model):
     procedures: dict[str, CallableDecl] = {}
     illegal_action_penalty: float = -1.0
     oracle: OracleDecl | None = None
+    render: RenderDecl | None = Field(
+        None,
+        description="How a state is drawn (render_mode ansi/rgb_array, `envc play`, `envc run --record`); "
+        "backends ignore it.",
+    )
     todo: list[TodoItem] = Field(
         [],
         description="Rule text not formalized yet (a draft): each item is a W001 warning until `envc synthesize` "

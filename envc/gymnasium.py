@@ -9,6 +9,7 @@ backend and in every vectorization mode.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import math
@@ -25,6 +26,7 @@ from gymnasium import spaces
 import envc
 from envc import ir, rng
 from envc.ir import DType, SpecIR
+from envc.render import Renderer, state_dict
 
 BACKENDS = ("rust", "reference", "jax")
 _MASK32 = 0xFFFFFFFF
@@ -121,7 +123,11 @@ class SpecEnv(gymnasium.Env[Any, Any]):
 
     def __init__(self, env: Any, render_mode: str | None = None):
         self.env = env
+        self.metadata = {"render_modes": render_modes(env.spec), "render_fps": RENDER_FPS}
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
+        self._renderer = renderer_of(env) if render_mode is not None else None
         self.observation_space = observation_space(env.spec)
         self.action_space = action_space(env.spec)
         self._seed: int | None = None
@@ -167,6 +173,31 @@ class SpecEnv(gymnasium.Env[Any, Any]):
         rewards = np.asarray(s.rewards)
         reward = float(rewards[acting]) if 0 <= acting < len(rewards) else 0.0
         return self._obs(), reward, bool(s.terminated), bool(s.truncated), self._info()
+
+    def render(self) -> Any:
+        """The state drawn by the spec's `render` section: an RGB array ("rgb_array") or text ("ansi")."""
+        if self._renderer is None:
+            return None
+        if self._state is None:
+            raise RuntimeError("call reset() before render()")
+        d = state_dict(self.env, self._state)
+        return self._renderer.rgb(d) if self.render_mode == "rgb_array" else self._renderer.text(d) + "\n"
+
+
+RENDER_FPS = 30
+
+
+def render_modes(spec: SpecIR) -> list[str]:
+    """The render modes a spec offers: ansi and rgb_array when it declares a `render` section."""
+    return ["ansi", "rgb_array"] if spec.render is not None else []
+
+
+def renderer_of(env: Any) -> Renderer:
+    """The renderer of a built env, with the env's runtime params."""
+    params = getattr(env, "params", None)
+    if dataclasses.is_dataclass(params) and not isinstance(params, type):  # the JAX backend's EnvParams
+        params = {f.name: np.asarray(getattr(params, f.name)).item() for f in dataclasses.fields(params)}
+    return Renderer(env.spec, params if isinstance(params, Mapping) else None)
 
 
 def make_env(

@@ -575,6 +575,26 @@ class SpecIR(_Node):
     oracle: OracleInfo | None = None
     render: RenderInfo | None = None
 
+    def portable_json(self) -> str:
+        """The IR as JSON with every source position cut to the spec's file name at 1:1: what generated packages
+        embed for rendering, so their code depends neither on where the spec lies nor on its line numbers (as
+        `build_digest`, their cache key)."""
+        data = self.model_dump(mode="json")
+        name = PurePath(self.path).name
+        where = {"path": name, "line": 1, "col": 1, "end_line": 1, "end_col": 2}
+        stack: list[object] = [data]
+        while stack:  # iterative: IR trees may nest deeper than Python's recursion limit
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("span"), dict):
+                    node["span"] = where
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        data["path"] = name
+        data["data_files"] = [PurePath(p).name for p in self.data_files]
+        return json.dumps(data, separators=(",", ":"))
+
     def field(self, name: str) -> FieldInfo:
         """The storage field called `name`."""
         for f in self.fields:
@@ -625,6 +645,24 @@ _MODELS: tuple[type[BaseModel], ...] = (
 )
 for _model in _MODELS:
     _model.model_rebuild()
+
+
+def build_digest(spec: SpecIR) -> str:
+    """The cache key of a generated package: `content_digest` plus the render section, which the packages embed
+    (envc.render draws from it) though no backend's stepping reads it."""
+    if spec.render is None:
+        return content_digest(spec)
+    render = spec.render.model_dump(mode="json")
+    stack: list[object] = [render]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            node.pop("span", None)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    extra = json.dumps(render, sort_keys=True)
+    return hashlib.sha256((content_digest(spec) + extra).encode()).hexdigest()
 
 
 def content_digest(spec: SpecIR) -> str:

@@ -24,8 +24,9 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 
 from envc import rng
-from envc.gymnasium import action_space, build, episode_keys, load_spec, observation_space
+from envc.gymnasium import action_space, build, episode_keys, load_spec, observation_space, render_modes, renderer_of
 from envc.ir import SpecIR
+from envc.render import Renderer, state_dict
 
 
 class Match:
@@ -51,6 +52,18 @@ class Match:
         self._stream: rng.Key = (0, 0)
         self._t = 0
         self.state: Any = None
+        self._renderer: Renderer | None = None
+
+    def render(self, mode: str | None) -> Any:
+        """The state drawn in `mode` (None: nothing)."""
+        if mode is None:
+            return None
+        if self.state is None:
+            raise RuntimeError("call reset() before render()")
+        if self._renderer is None:
+            self._renderer = renderer_of(self.env)
+        d = state_dict(self.env, self.state)
+        return self._renderer.rgb(d) if mode == "rgb_array" else self._renderer.text(d) + "\n"
 
     def reset(self, seed: int | None, np_random: np.random.Generator) -> None:
         """Start episode 0 of `seed`, or the next episode (of a seed drawn from `np_random` the first time)."""
@@ -120,10 +133,13 @@ class AECEnvironment(AECEnv[str, dict[str, Any], int | None]):  # type: ignore[m
         render_mode: str | None = None,
     ):
         super().__init__()
-        if render_mode is not None:
-            raise ValueError("envc's PettingZoo envs do not render yet")
         self.match = Match(spec, backend, params)
-        self.metadata = {**type(self).metadata, "name": f"envc_{self.match.spec.name}"}
+        modes = render_modes(self.match.spec)
+        if render_mode is not None and render_mode not in modes:
+            raise ValueError(
+                f"render_mode {render_mode!r} is not one of {modes} (a spec renders with a `render` section)"
+            )
+        self.metadata = {**type(self).metadata, "name": f"envc_{self.match.spec.name}", "render_modes": modes}
         self.render_mode = render_mode
         self.possible_agents = list(self.match.agents)
         self.agents: list[str] = []
@@ -175,9 +191,9 @@ class AECEnvironment(AECEnv[str, dict[str, Any], int | None]):  # type: ignore[m
             self.agent_selection = self.possible_agents[self.match.current]
         self._accumulate_rewards()
 
-    def render(self) -> None:
-        """Not available yet."""
-        return None
+    def render(self) -> Any:
+        """The state drawn by the spec's `render` section: text ("ansi") or an RGB array ("rgb_array")."""
+        return self.match.render(self.render_mode)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -195,10 +211,13 @@ class ParallelEnvironment(ParallelEnv[str, dict[str, Any], int]):  # type: ignor
         params: Mapping[str, Any] | None = None,
         render_mode: str | None = None,
     ):
-        if render_mode is not None:
-            raise ValueError("envc's PettingZoo envs do not render yet")
         self.match = Match(spec, backend, params)
-        self.metadata = {**type(self).metadata, "name": f"envc_{self.match.spec.name}"}
+        modes = render_modes(self.match.spec)
+        if render_mode is not None and render_mode not in modes:
+            raise ValueError(
+                f"render_mode {render_mode!r} is not one of {modes} (a spec renders with a `render` section)"
+            )
+        self.metadata = {**type(self).metadata, "name": f"envc_{self.match.spec.name}", "render_modes": modes}
         self.render_mode = render_mode
         self.possible_agents = list(self.match.agents)
         self.agents: list[str] = []
@@ -243,9 +262,9 @@ class ParallelEnvironment(ParallelEnv[str, dict[str, Any], int]):  # type: ignor
             self.agents = []
         return obs, rewards, terms, truncs, infos
 
-    def render(self) -> None:
-        """Not available yet."""
-        return None
+    def render(self) -> Any:
+        """The state drawn by the spec's `render` section: text ("ansi") or an RGB array ("rgb_array")."""
+        return self.match.render(self.render_mode)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -143,6 +143,49 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "body": "A function: one expression, or statements ending with `return VALUE`. A procedure: statements.",
         "doc": "Free text describing the function or procedure.",
     },
+    "TextLine": {"when": "Bool expression (or true/false): the line is drawn when it holds."},
+    "TextRenderDecl": {"grid": "A grid of symbols: `{rows, cols, cell, symbols}` (boards)."},
+    "LineShape": {
+        "start": "[x, y]: numbers or f32 expressions of the state and params.",
+        "end": "[x, y]: numbers or f32 expressions of the state and params.",
+        "color": "A color name (black, white, red, tan, ...) or #rrggbb.",
+    },
+    "CircleShape": {
+        "center": "[x, y] in world units.",
+        "radius": "Radius in world units (a number or an f32 expression).",
+        "color": "A color name or #rrggbb.",
+    },
+    "RectShape": {
+        "center": "[x, y] in world units.",
+        "size": "[width, height] in world units.",
+        "color": "A color name or #rrggbb.",
+    },
+    "PolygonShape": {"points": "The corners, [x, y] each (world units).", "color": "A color name or #rrggbb."},
+    "CurveShape": {
+        "samples": "Number of points along the curve (`t` = 0, ..., 1).",
+        "x": "f32 expression of `t` (0 to 1), the state and params.",
+        "y": "f32 expression of `t` (0 to 1), the state and params.",
+        "color": "A color name or #rrggbb.",
+    },
+    "ShapeItem": {
+        "line": "A line `{start, end, width, color}`.",
+        "circle": "A filled circle `{center, radius, color}`.",
+        "rect": "A filled rectangle `{center, size, color}`.",
+        "polygon": "A filled polygon `{points, color}`.",
+        "curve": "A polyline sampled from expressions of `t`: `{samples, x, y, width, color}`.",
+        "when": "Bool expression (or true/false): the shape is drawn when it holds.",
+    },
+    "ShapesRenderDecl": {
+        "width": "Image width in pixels.",
+        "height": "Image height in pixels.",
+        "background": "A color name or #rrggbb.",
+        "items": "The shapes, drawn in order (later ones on top).",
+    },
+    "RenderDecl": {
+        "text": "A text render: `grid` and `lines` (render_mode ansi, `envc play`).",
+        "shapes": "A 2D drawing for rgb_array: `{width, height, world, items}`.",
+        "doc": "Free text describing the render.",
+    },
 }
 
 # examples of the top-level sections (each must validate against its section; tests check that)
@@ -190,6 +233,22 @@ EXAMPLES: dict[str, list[Any]] = {
             "target": "gymnasium:CartPole-v1",
             "fields": {"x": "state[0]", "x_dot": "state[1]", "theta": "state[2]", "theta_dot": "state[3]"},
         }
+    ],
+    "render": [
+        {
+            "text": {
+                "grid": {"rows": 3, "cols": 3, "cell": "board[r, c]", "symbols": {"empty": ".", "x": "X", "o": "O"}},
+                "lines": ["player {current_player} to move"],
+            }
+        },
+        {
+            "shapes": {
+                "width": 600,
+                "height": 400,
+                "world": [-2.4, 2.4, -0.8, 2.4],
+                "items": [{"line": {"start": [0.0, 0.0], "end": ["sin(theta)", "cos(theta)"], "width": 6}}],
+            }
+        },
     ],
     "todo": [[{"name": "attack", "target": "actions.attack", "text": "Choose one of your Active creature's attacks."}]],
 }

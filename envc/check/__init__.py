@@ -12,6 +12,7 @@ from envc import document as d
 from envc.check import action as action_scope
 from envc.check.body import Bail, BodyChecker, Env
 from envc.check.budget import check_budget
+from envc.check.render import check_render
 from envc.check.symbols import (
     CallableSym,
     ConstSym,
@@ -952,6 +953,7 @@ class Checker:
         if box is not None:
             box = box.model_copy(update={"effect": _mark_loops(box.effect, rand)})
         oracle = self.check_oracle()
+        render = check_render(self)
         if self.diags.has_errors:
             return None
         spec = ir.SpecIR(
@@ -986,6 +988,7 @@ class Checker:
             ),
             illegal_action_penalty=doc.illegal_action_penalty,
             oracle=oracle,
+            render=render,
         )
         check_budget(spec, self.diags)  # after the IR is complete: the bounds need every body
         return None if self.diags.has_errors else spec

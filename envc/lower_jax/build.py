@@ -40,7 +40,7 @@ def compiler_digest() -> str:
 def compile_to_cache(spec: ir.SpecIR) -> str:
     """Generate (once) and return the package name; its folder is on sys.path afterwards."""
     text = Path(spec.path).read_text() if Path(spec.path).exists() else spec.name
-    digest = hashlib.sha256((ir.content_digest(spec) + compiler_digest()).encode()).hexdigest()
+    digest = hashlib.sha256((ir.build_digest(spec) + compiler_digest()).encode()).hexdigest()
     name = package_name(spec, digest)
     root = cache_dir() / "jax" / name
     if not (root / name / "env.py").exists():

@@ -122,7 +122,7 @@ def cargo_build(manifest: Path, progress: Callable[[str], None] | None = None, c
 def compile_to_cache(spec: ir.SpecIR, progress: Callable[[str], None] | None = None, cache: Path | None = None) -> str:
     """Generate and build (once) the package of `spec` in `cache` (default: `cache_dir()`); returns its
     name, importable afterwards."""
-    digest = hashlib.sha256((ir.content_digest(spec) + compiler_digest()).encode()).hexdigest()
+    digest = hashlib.sha256((ir.build_digest(spec) + compiler_digest()).encode()).hexdigest()
     name = package_name(spec, digest)
     base = (cache or cache_dir()) / "rust"
     root = base / "packages" / name
