@@ -3,7 +3,9 @@
 Each spec gets the same sample size and seed; the suite is `envc verify`'s default (L3 100 episodes, L2 200
 states per source, L1 a fifth of the episodes), run level by level, stopping at the first failure. Prints a
 markdown table (killed / non-equivalent, the level split, equivalents, stillborn, time) and writes the full
-reports as JSON.
+reports as JSON (after each spec). Survivors of a spec whose reachable states can be listed are run on all of
+them against the original (`envc.mutate.reachable`); those with the original's outputs everywhere are counted
+as equivalent on the reachable space, apart from the proven (identical-program) equivalents.
 
     python benchmarks/mutate_specs.py                                  # JAX, the default specs
     python benchmarks/mutate_specs.py --backend rust --mutants 60
@@ -44,6 +46,8 @@ def main() -> int:
     ap.add_argument("--mutants", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--budget", type=float, default=900.0, help="seconds per spec")
+    ap.add_argument("--episodes", type=int, default=100, help="the suite's L3 episodes (envc verify's default)")
+    ap.add_argument("--states", type=int, default=200, help="the suite's L2 states (envc verify's default)")
     ap.add_argument("--out", default=None, help="write the JSON reports here")
     args = ap.parse_args()
 
@@ -59,7 +63,15 @@ def main() -> int:
         prog = program(spec, args.backend)
         build = time.perf_counter() - t0
         try:
-            rep = mutate(spec, prog, mutants=args.mutants, seed=args.seed, budget=args.budget)
+            rep = mutate(
+                spec,
+                prog,
+                mutants=args.mutants,
+                seed=args.seed,
+                budget=args.budget,
+                episodes=args.episodes,
+                states=args.states,
+            )
         except MutateError as e:  # no passing baseline: no score
             rows.append(f"| {spec.name} | {len(prog.sites)} | - | {e} |" + " |" * 7)
             print(rows[-1], file=sys.stderr, flush=True)
@@ -73,14 +85,16 @@ def main() -> int:
             f"| {spec.name} | {rep.sites} | {len(rep.outcomes)} | {k} / {rep.scored} | "
             f"{percent(k, rep.scored)} | "
             + " / ".join(f"{split[lv]} ({percent(split[lv], k)})" for lv in ("L1", "L2", "L3"))
-            + f" | {rep.count('survived')} | {rep.count('equivalent')} ({rep.unreached} unreached) | "
+            + f" | {rep.count('survived')} | {rep.proven} / {rep.reachable} / {rep.unreached} | "
             f"{rep.count('stillborn')} | {rep.count('not run')} | {rep.seconds:.0f} |"
         )
         print(rows[-1], file=sys.stderr, flush=True)
+        if args.out:  # after every spec: a long run that is stopped keeps what it measured
+            Path(args.out).write_text(json.dumps(reports, indent=2) + "\n")
     print(f"Backend {args.backend}, {args.mutants} mutants per spec, seed {args.seed}; host: {cpu()}\n")
     print(
         "| spec | sites | mutants | killed / non-equivalent | kill rate | L1 / L2 / L3 (share of killed) | "
-        "survived | equivalent | stillborn | not run | seconds |"
+        "survived | equivalent: proven / reachable space / unreached | stillborn | not run | seconds |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))

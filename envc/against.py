@@ -282,10 +282,11 @@ def _field_ref(e: Any) -> tuple[str, tuple[int, ...], bool] | None:
     return None if len(at) != len(e.index) else (e.name, at, absolute)
 
 
-def boundaries(spec: ir.SpecIR) -> dict[tuple[str, tuple[int, ...]], set[float]]:
-    """(field, element) -> the constants a step compares it with (`x > x_threshold`, `abs(t) <= PI`)."""
+def boundaries(spec: ir.SpecIR, parts: list[Any] | None = None) -> dict[tuple[str, tuple[int, ...]], set[float]]:
+    """(field, element) -> the constants a step (or the IR `parts`, e.g. `[spec.invariants]`) compares it with
+    (`x > x_threshold`, `abs(t) <= PI`)."""
     out: dict[tuple[str, tuple[int, ...]], set[float]] = {}
-    for part in _step_parts(spec):
+    for part in _step_parts(spec) if parts is None else parts:
         for n in _nodes(part):
             if not isinstance(n, ir.Binary) or n.op not in _CMP:
                 continue

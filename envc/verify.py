@@ -830,6 +830,44 @@ def _ill_conditioned(spec: ir.SpecIR, want: Mapping[str, np.ndarray], got: Mappi
     return all(not np.any(far(np.asarray(got[n]), np.asarray(want[n]), RTOL, ATOL)) for n in floats)
 
 
+def _one_changed(
+    spec: ir.SpecIR, pool: list[dict[str, np.ndarray]], gen: np.random.Generator, states: int = 16, cap: int = 600
+) -> list[tuple[int, str, tuple[int, ...], Any]]:
+    """(pool index, field, element, new value): every single-element change of up to `states` reached states
+    (another enum member, the other bool, +-1, 0 and the declared bounds +-1 for integers, 0 and -x for floats;
+    zone slots in use only, a zone count one more), `cap` of them drawn at random."""
+    enums = {e.name: len(e.members) for e in spec.enums}
+    out: list[tuple[int, str, tuple[int, ...], Any]] = []
+    picks = sorted({int(i) for i in np.linspace(0, len(pool) - 1, min(states, len(pool)))}) if pool else []
+    for src in picks:
+        d = pool[src]
+        for f in spec.fields:
+            arr = np.asarray(d[f.name])
+            for at in np.ndindex(arr.shape):
+                x = arr[at].item()
+                if f.zone is not None and f.name.endswith(".count"):
+                    cap_z = spec.field(f.zone).ty.shape[-1]
+                    vals: list[Any] = [x + 1] if x < cap_z else []
+                elif f.zone is not None and at[-1] >= int(np.asarray(d[f.name + ".count"])[at[:-1]]):
+                    continue  # a free slot stays zero
+                elif f.ty.enum is not None:
+                    vals = [m for m in range(enums[f.ty.enum]) if m != x]
+                elif f.ty.dtype is ir.DType.BOOL:
+                    vals = [not x]
+                elif f.ty.dtype.is_float:
+                    vals = [v for v in (0.0, -x) if v != x]
+                elif f.name == "current_player":
+                    vals = [p for p in range(spec.players) if p != x]
+                else:  # +-1, 0, and the declared bounds and their neighbours (`board <= 17`)
+                    lo, hi = f.ty.dtype.int_range
+                    edges = [int(b) + k for b in (f.low, f.high) if b is not None for k in (-1, 0, 1)]
+                    vals = [v for v in (x - 1, x + 1, 0, *edges) if v != x and lo <= v <= hi]
+                out += [(src, f.name, tuple(int(i) for i in at), v) for v in dict.fromkeys(vals)]
+    if len(out) > cap:
+        out = [out[int(i)] for i in sorted(gen.choice(len(out), size=cap, replace=False))]
+    return out
+
+
 def _around(c: float, f: ir.FieldInfo, k: int = 1) -> list[float]:
     """`c` in the field's dtype and the `k` values of that dtype on each side (ulps for floats, units for
     integers; a non-integral `c` gives the integers on both sides of it), within the declared bounds."""
@@ -919,7 +957,48 @@ def level2_contract(
             invariants.fail(
                 f"injected state {i}: the reference's invariants fail on {want_inv}, the backend's on {got_inv}"
             )
+    # reached states with one element changed (every element and value, sampled): a state that breaks a rule in
+    # one place only, where a single conjunct of an invariant decides (fuzzed states break many at once)
+    one = _one_changed(spec, pool, np.random.default_rng(seed + 13)) if spec.invariants else []
+    for src, name, at, v in one:
+        d = {k2: np.array(x, copy=True) for k2, x in pool[src].items()}
+        d[name][at] = v
+        try:
+            want_inv = sorted(ref.invariants(ref.state_from_dict(d)))
+        except SpecRuntimeError:
+            continue
+        invariants.cases += 1
+        got_inv = sorted(env.invariants(env.state_from_dict(d)))
+        if got_inv != want_inv:
+            invariants.fail(
+                f"reached state {src} with {element_name(name, at)} = {v!r}: the reference's invariants fail on "
+                f"{want_inv}, the backend's on {got_inv}"
+            )
+    # the invariants' own boundaries (`abs(x) < 1e6`): each compared element at the constant and +-1 ulp / +-1,
+    # beyond the declared bounds too (an invariant is what rules such a state out), in reached and fuzzed states
     info = {f.name: f for f in spec.fields}
+    j = 0
+    for (name, at), consts in sorted(boundaries(spec, [spec.invariants]).items()) if spec.invariants else []:
+        f = info.get(name)
+        if f is None or f.ty.dtype is ir.DType.BOOL or f.ty.enum is not None:
+            continue
+        unbounded = f.model_copy(update={"low": None, "high": None})
+        for c in sorted(consts):
+            for v in _around(c, unbounded):
+                j += 1
+                d = {k2: np.array(x, copy=True) for k2, x in injected(j).items()}
+                d[name][at] = v
+                try:
+                    want_inv = sorted(ref.invariants(ref.state_from_dict(d)))
+                except SpecRuntimeError:
+                    continue
+                invariants.cases += 1
+                got_inv = sorted(env.invariants(env.state_from_dict(d)))
+                if got_inv != want_inv:
+                    invariants.fail(
+                        f"{element_name(name, at)} = {v!r}: the reference's invariants fail on {want_inv}, "
+                        f"the backend's on {got_inv}"
+                    )
     j = ties = 0  # ties: cases whose outcome differs only through last-bit float differences (not scored)
     for (name, at), consts in sorted(boundaries(spec).items()):
         f = info.get(name)

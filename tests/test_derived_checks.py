@@ -83,3 +83,44 @@ def test_the_contracts_as_documented() -> None:
     again = ref.state_to_dict(ref.step(end, 0))
     assert finished_contract(spec, after, again, "x") is None
     assert "a finished state stays as it is" in str(finished_contract(spec, after, dict(again, terminated=False), "x"))
+
+
+def test_weakened_invariant_is_caught_at_its_boundary() -> None:
+    # `abs(x) < 1e6 and abs(theta_dot) < 1e6` -> `or`: fuzzed states stay within [-1, 1], so only a state at the
+    # invariant's own constant (x = 1e6 +- 1 ulp) tells them apart
+    env = _edited(
+        "cartpole.yaml",
+        "jnp.logical_and((jnp.abs(state.x) < jnp.float32(1000000.0))",
+        "jnp.logical_or((jnp.abs(state.x) < jnp.float32(1000000.0))",
+    )
+    checks = _checks(env)
+    assert all(checks[n].passed for n in OLD if n in checks)
+    inv = checks["the same invariants fail on injected states as on the reference"]
+    assert not inv.passed and "finite_state" in inv.failures[0] and "1000000" in inv.failures[0]
+
+
+def test_one_conjunct_of_an_invariant_is_caught_on_a_state_changed_in_one_place() -> None:
+    # gravity's "board[2, 4] rests on board[3, 4]" reads board[4, 4] instead: reached states satisfy both, fuzzed
+    # states break gravity in many places at once; a reached state with one disc added or removed tells them apart
+    env = _edited("connect_four.yaml", "(state.board[3, 4] != jnp.int8(0))", "(state.board[4, 4] != jnp.int8(0))")
+    checks = _checks(env)
+    assert all(checks[n].passed for n in OLD if n in checks)
+    inv = checks["the same invariants fail on injected states as on the reference"]
+    assert not inv.passed and "reached state" in inv.failures[0] and "gravity" in inv.failures[0]
+
+
+def test_declared_bound_of_an_integer_field_is_tried_in_reached_states() -> None:
+    # 2048's `board[0, 0] <= 17` -> `< 17`: no game gets a 2**17 tile, fuzzed values are mostly small; a reached
+    # state with one cell at its declared bound (`high: 17`) tells them apart
+    cell = "clamp_index(floor_mod(jnp.int32(0), jnp.int32(4)), 4)]"
+    from envc.mutate.jax import JaxProgram
+
+    prog = JaxProgram(envc.load(str(ROOT / "docs" / "examples" / "game_2048.yaml")))
+    old = f"{cell} <= jnp.int32(17))"
+    assert prog.source.count(old) == 1
+    prog.tree = ast.parse(prog.source.replace(old, f"{cell} < jnp.int32(17))"))
+    env = prog.env(None)
+    checks = {c.name: c for c in verify(env.spec, env, levels=("L2",), episodes=10, states=20)}
+    inv = checks["the same invariants fail on injected states as on the reference"]
+    assert not inv.passed and "= 17" in inv.failures[0] and "tiles_in_range" in inv.failures[0]
+    assert checks["one step from reference-rollout states"].passed and checks["one step from fuzzed states"].passed

@@ -13,12 +13,14 @@ from typer.testing import CliRunner
 
 import envc
 from envc.cli import app
-from envc.mutate import mutate
+from envc.mutate import mutate, reachable
 from envc.mutate.jax import JaxProgram
+from envc.mutate.run import REACHABLE
 from envc.mutate.rust import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 CORRIDOR = ROOT / "docs" / "examples" / "corridor.yaml"
+KUHN = ROOT / "specs" / "kuhn_poker.yaml"
 SMALL = {"episodes": 10, "states": 20, "max_steps": 60}  # a light suite: the tests stay fast
 
 
@@ -104,3 +106,78 @@ def test_cli_json_and_bad_input() -> None:
         assert r.stderr.startswith("error:") and len(r.stderr.strip().splitlines()) == 1
     r = runner.invoke(app, ["mutate", str(ROOT / "no_such_spec.yaml")])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "cannot read" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def kuhn() -> tuple[envc.SpecIR, JaxProgram, reachable.Space]:
+    spec = envc.load(str(KUHN))
+    return spec, JaxProgram(spec), reachable.explore(spec)
+
+
+def test_reachable_space_of_kuhn_poker_is_listed_exactly(kuhn: tuple[envc.SpecIR, JaxProgram, reachable.Space]) -> None:
+    spec, _, space = kuhn
+    # 3! deals x 2 first movers, each hand a tree of 9 nodes (root, 2 after one move, 4 + 2 after two ...)
+    assert len(space.states) == 108 and space.random_reset and not space.random_steps
+    ref = envc.build(spec)
+    assert all(not ref.invariants(ref.state_from_dict(d)) for d in space.states)
+    deals = {tuple(int(c) for c in d["card"]) for d in space.states}
+    assert deals == {(a, b) for a in range(3) for b in range(3) if a != b}
+    with pytest.raises(reachable.Infinite, match="continuous"):  # cartpole's reset draws uniform floats
+        reachable.explore(envc.load(str(ROOT / "specs" / "cartpole.yaml")))
+
+
+def test_reachable_space_tells_an_equivalent_mutant_from_a_real_one(
+    kuhn: tuple[envc.SpecIR, JaxProgram, reachable.Space],
+) -> None:
+    _, prog, space = kuhn
+    reachable.original_outputs(space, "jax", prog.activate(None))
+    # `card[0] > card[1]` -> `>=`: the two cards always differ (the suite's fuzzed states tell them apart)
+    showdown = next(i for i, s in enumerate(prog.sites) if s.function == "showdown" and s.op == "compare")
+    assert reachable.first_difference(space, "jax", prog.activate(prog.sites[showdown])) is None
+    # the loser's `-amount` -> `amount`: a real bug on the first showdown
+    loser = next(i for i, s in enumerate(prog.sites) if s.function == "pay" and s.op == "negation")
+    got = reachable.first_difference(space, "jax", prog.activate(prog.sites[loser]))
+    assert got is not None and "action" in got
+
+
+def test_survivor_equivalent_on_the_reachable_space_is_counted_apart(
+    kuhn: tuple[envc.SpecIR, JaxProgram, reachable.Space],
+) -> None:
+    spec, prog, _ = kuhn
+    # `clamp_index(p, 2) -> 3` in the observation: only a player id out of range tells them apart
+    guard = next(
+        i
+        for i, s in enumerate(prog.sites)
+        if s.function == "observe" and s.op == "constant" and s.before == "2" and "clamp_index(p, 2)" in prog.code(s)
+    )
+    report = mutate(spec, prog, only=[guard], **SMALL)
+    o = report.outcomes[0]
+    assert o.status == "equivalent" and (o.reason or "").startswith(REACHABLE), o
+    assert report.reachable == 1 and report.proven == 0 and report.unreached == 0
+    assert report.kill_rate() == 1.0 and report.strict_kill_rate() == 0.0  # strict: counted as a survivor
+    assert report.space is not None and "108 reachable states" in report.space
+
+
+def test_rust_schema_builds_with_overflowing_mutants_and_open_ranges(tmp_path: Path) -> None:
+    if shutil.which("rustc") is None:
+        pytest.skip("rustc is not installed")
+    # `0 + 2` in a slice bound: its mutant `0 - 2` is a constant overflow, an error unless the schema allows it
+    src = "fn h(v: &mut [i32; 4]) -> i32 {\n    v[..2].fill(1);\n    v[(0 + 2)..4].iter().sum::<i32>() + v[0]\n}\n"
+    code, sites, skipped = schema(src, {})
+    assert not skipped
+    assert [(s.op, s.before) for s in sites][:3] == [
+        ("constant", "2"),
+        ("constant", "1"),
+        ("stmt_drop", "v[..2].fill(1);"),
+    ]
+    arith = next(s.k for s in sites if s.op == "arith")  # the first `+`: `0 + 2`
+    main = (
+        "\nfn main() {\n    let k: u32 = std::env::args().nth(1).unwrap().parse().unwrap();\n"
+        '    envc_set_mutant(k);\n    let mut v = [0, 0, 5, 7];\n    println!("{}", h(&mut v));\n}\n'
+    )
+    (tmp_path / "m.rs").write_text(code + main)
+    subprocess.run(["rustc", "-O", "-o", str(tmp_path / "m"), str(tmp_path / "m.rs")], check=True, capture_output=True)
+    ok = subprocess.run([str(tmp_path / "m"), "0"], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.strip() == "13"
+    bad = subprocess.run([str(tmp_path / "m"), str(arith)], capture_output=True, text=True)
+    assert bad.returncode != 0  # the mutant panics when it runs (a slice out of range): the suite sees a failure

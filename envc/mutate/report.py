@@ -28,7 +28,8 @@ def summary(report: Report) -> Table:
         percent(killed, report.scored),
         " / ".join(f"{split[lv]} ({percent(split[lv], killed)})" for lv in LEVELS),
         str(report.count("survived")),
-        f"{report.count('equivalent')} ({report.unreached} unreached)",
+        f"{report.count('equivalent')} ({report.proven} proven, {report.reachable} on the reachable space, "
+        f"{report.unreached} unreached)",
         str(report.count("stillborn")),
         str(report.count("not run")),
         f"{report.seconds:.0f}",
@@ -64,7 +65,10 @@ def show(report: Report, console: Console, killed: bool = False) -> None:
             console.print(details(report, status))
     for note in report.notes:
         console.print(Text(f"note: {note}"))
+    if report.space is not None:
+        console.print(Text(f"reachable state space: {report.space}"))
     console.print(
         f"reference coverage: {report.coverage[0]} of {report.coverage[1]} spec spans with generated code ran; "
-        f"strict kill rate (unreached survivors counted): {100 * report.strict_kill_rate():.1f}%"
+        f"strict kill rate (unreached and reachable-space equivalents counted as survivors): "
+        f"{100 * report.strict_kill_rate():.1f}%"
     )

@@ -13,10 +13,12 @@ from typing import Any, Protocol
 from envc import ir
 from envc.diagnostics import Span
 from envc.interpret import ReferenceEnv
+from envc.mutate import reachable
 from envc.mutate.spans import reference_coverage
 from envc.verify import Check, verify
 
 LEVELS = ("L1", "L2", "L3")
+REACHABLE = "equivalent on the reachable state space"
 
 
 class MutateError(Exception):
@@ -80,6 +82,7 @@ class Report:
     outcomes: list[Outcome]
     coverage: tuple[int, int]  # spec spans with generated code that the reference ran, of all such spans
     seconds: float
+    space: str | None = None  # how the reachable state space was listed, or why it was not
     suite: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # about the code mutated (functions left out, and why)
 
@@ -97,13 +100,24 @@ class Report:
         """Equivalent because their spec site is never reached by the reference (not by identical code)."""
         return sum(o.status == "equivalent" and (o.reason or "").startswith("unreached") for o in self.outcomes)
 
+    @property
+    def reachable(self) -> int:
+        """Equivalent because they behave as the original on the whole reachable state space (not proven)."""
+        return sum(o.status == "equivalent" and (o.reason or "").startswith(REACHABLE) for o in self.outcomes)
+
+    @property
+    def proven(self) -> int:
+        """Equivalent by an identical program (or a clamped index): proven, not tested."""
+        return self.count("equivalent") - self.unreached - self.reachable
+
     def kill_rate(self) -> float:
         """Killed / non-equivalent run mutants."""
         return self.count("killed") / self.scored if self.scored else 1.0
 
     def strict_kill_rate(self) -> float:
-        """Killed / run mutants that are not identical programs (unreached survivors count as survivors)."""
-        n = self.scored + self.unreached
+        """Killed / run mutants that are not identical programs (unreached survivors, and survivors equivalent
+        only on the reachable state space, count as survivors)."""
+        n = self.scored + self.unreached + self.reachable
         return self.count("killed") / n if n else 1.0
 
     def by_level(self) -> dict[str, int]:
@@ -122,6 +136,9 @@ class Report:
             "survived": self.count("survived"),
             "equivalent": self.count("equivalent"),
             "equivalent_unreached": self.unreached,
+            "equivalent_reachable": self.reachable,
+            "equivalent_proven": self.proven,
+            "reachable_space": self.space,
             "stillborn": self.count("stillborn"),
             "not_run": self.count("not run"),
             "kill_rate": round(self.kill_rate(), 4),
@@ -183,9 +200,11 @@ def mutate(
     per_mutant: float | None = 300.0,
     progress: Callable[[int, int, str], None] | None = None,
     only: list[int] | None = None,
+    reachable_space: bool = True,
 ) -> Report:
     """Sample `mutants` sites of `program` (by `seed`; or take the site indices `only`) and run the suite on each
-    until `budget` seconds pass."""
+    until `budget` seconds pass. With `reachable_space`, survivors of a spec whose reachable states can be listed
+    (listed at the first survivor) are run on all of them against the original (`envc.mutate.reachable`)."""
     t0 = time.perf_counter()
     suite = {"episodes": episodes, "states": states, "max_steps": max_steps, "verify_seed": 0}
 
@@ -218,6 +237,7 @@ def mutate(
     order = list(range(len(program.sites)))
     random.Random(seed).shuffle(order)
     chosen = sorted(order[:mutants] if only is None else only, key=lambda i: (program.sites[i].line, i))
+    listed: dict[str, Any] = {}  # the reachable space, listed at the first survivor: ("space", "note")
     outcomes: list[Outcome] = []
     for i in chosen:
         site = program.sites[i]
@@ -243,6 +263,11 @@ def mutate(
         t1 = time.perf_counter()
         try:
             _judge(program, site, o, run_levels, current, per_mutant)
+            if o.status == "survived" and reachable_space:
+                if not listed:
+                    listed["space"], listed["note"] = _space(spec)
+                if listed["space"] is not None:
+                    _on_reachable(program, site, o, listed["space"], base, per_mutant)
         finally:
             o.seconds = round(time.perf_counter() - t1, 2)
             program.release()
@@ -263,9 +288,42 @@ def mutate(
         outcomes=outcomes,
         coverage=(len(reached), len(mapped)),
         seconds=time.perf_counter() - t0,
+        space=listed.get("note"),
         suite=suite,
         notes=list(getattr(program, "notes", [])),
     )
+
+
+def _space(spec: ir.SpecIR) -> tuple[reachable.Space | None, str]:
+    """The spec's reachable state space, if it can be listed; and a line saying how, or why not."""
+    try:
+        space = reachable.explore(spec)
+    except reachable.Infinite as e:
+        return None, f"not listed: {e}"
+    return space, space.describe()
+
+
+def _on_reachable(
+    program: Program, site: Any, o: Outcome, space: reachable.Space, base: Any, per_mutant: float | None
+) -> None:
+    """Mark survivor `o` equivalent if it gives the original's outputs on the whole reachable state space."""
+    try:
+        with _deadline(per_mutant):
+            program.release()  # Rust: the schema's switch back on the original
+            reachable.original_outputs(space, program.backend, base)
+            env = program.activate(site)
+            differs = reachable.first_difference(space, program.backend, env)
+    except _Timeout:
+        o.reason = f"the reachable-space check did not finish in {per_mutant:.0f} s"
+        return
+    if differs is None:
+        o.status = "equivalent"
+        o.reason = (
+            f"{REACHABLE} ({len(space.states)} states): the original's outputs on all {reachable.cases(space)} "
+            "cases (each state, its invariants and observations, every action id and -1, num_actions, 2**31-1)"
+        )
+    else:
+        o.reason = f"differs from the original on a reachable input ({differs}), which the suite never gives"
 
 
 def _judge(
