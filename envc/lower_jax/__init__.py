@@ -346,6 +346,8 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
     }
     if spec.players == 1:
         files[f"{package}/gymnax_env.py"] = env.get_template("gymnax_env.py.j2").render(ctx)
+    if spec.render is not None:  # what envc.render draws from (pgx_env.to_svg)
+        files[f"{package}/render_spec.json"] = spec.portable_json()
     return files
 
 

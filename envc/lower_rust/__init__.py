@@ -778,6 +778,8 @@ def render(
         "pyproject.toml": env.get_template("pyproject.toml.j2").render(ctx),
         "README.md": env.get_template("README.md.j2").render(ctx),
     }
+    if spec.render is not None:  # what envc.render draws from (gym.py's render modes)
+        files[f"python/{package}/render_spec.json"] = spec.portable_json()
     return files
 
 
