@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import math
 import re
 from collections.abc import Mapping
 from os import PathLike
@@ -44,14 +43,7 @@ _NUMPY: dict[DType, Any] = {
 def part_space(o: ir.ObsFieldInfo) -> spaces.Box:
     """The Box of one observation part: its declared bounds, else its dtype's (finite) range, as the Rust gym.py."""
     dt = o.ty.dtype
-    if dt is DType.BOOL:
-        lo, hi = 0.0, 1.0
-    elif dt.is_float:
-        lo, hi = -math.inf, math.inf
-    else:
-        lo, hi = (float(x) for x in dt.int_range)
-    lo = o.low if o.low is not None else lo
-    hi = o.high if o.high is not None else hi
+    lo, hi = o.bounds()
     np_dtype = _NUMPY[dt]
     if not dt.is_float:
         return spaces.Box(int(lo), int(hi), tuple(o.ty.shape), np_dtype)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from enum import Enum
 from pathlib import PurePath
 from typing import Annotated, Literal, Union
@@ -481,6 +482,17 @@ class ObsFieldInfo(_Node):
     low: float | None = None
     high: float | None = None
 
+    def bounds(self) -> tuple[float, float]:
+        """The declared bounds, else the dtype's range (bools 0..1, floats unbounded)."""
+        dt = self.ty.dtype
+        if dt is DType.BOOL:
+            lo, hi = 0.0, 1.0
+        elif dt.is_float:
+            lo, hi = -math.inf, math.inf
+        else:
+            lo, hi = (float(x) for x in dt.int_range)
+        return (self.low if self.low is not None else lo, self.high if self.high is not None else hi)
+
 
 class CallableInfo(_Node):
     """A function (`returns` set, pure) or procedure."""
@@ -652,16 +664,7 @@ def build_digest(spec: SpecIR) -> str:
     (envc.render draws from it) though no backend's stepping reads it."""
     if spec.render is None:
         return content_digest(spec)
-    render = spec.render.model_dump(mode="json")
-    stack: list[object] = [render]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            node.pop("span", None)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    extra = json.dumps(render, sort_keys=True)
+    extra = json.dumps(_without_spans(spec.render.model_dump(mode="json")), sort_keys=True)
     return hashlib.sha256((content_digest(spec) + extra).encode()).hexdigest()
 
 
@@ -673,6 +676,11 @@ def content_digest(spec: SpecIR) -> str:
     data["data_files"] = [PurePath(p).name for p in spec.data_files]
     data.pop("oracle", None)  # what the spec is compared with is no input of any backend
     data.pop("render", None)  # nor is how a state is drawn (envc/render.py draws from the state's arrays)
+    return hashlib.sha256(json.dumps(_without_spans(data), sort_keys=True).encode()).hexdigest()
+
+
+def _without_spans(data: dict[str, object]) -> dict[str, object]:
+    """`data` (a dumped IR node) with every source position removed, in place."""
     stack: list[object] = [data]
     while stack:  # iterative: IR trees may nest deeper than Python's recursion limit
         node = stack.pop()
@@ -681,4 +689,4 @@ def content_digest(spec: SpecIR) -> str:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    return data

@@ -360,14 +360,7 @@ def _bound(v: float) -> str:
 def _box(o: ir.ObsFieldInfo) -> str:
     """A gymnax `spaces.Box` for one observation part: declared bounds, else the dtype's range."""
     dt = o.ty.dtype
-    if dt is DType.BOOL:
-        lo, hi = 0.0, 1.0
-    elif dt.is_float:
-        lo, hi = -math.inf, math.inf
-    else:
-        lo, hi = (float(x) for x in dt.int_range)
-    lo = o.low if o.low is not None else lo
-    hi = o.high if o.high is not None else hi
+    lo, hi = o.bounds()
     if not dt.is_float:
         return f"spaces.Box({int(lo)}, {int(hi)}, {o.ty.shape}, {JNP[dt]})"
     return f"spaces.Box({_bound(lo)}, {_bound(hi)}, {o.ty.shape}, {JNP[dt]})"

@@ -786,14 +786,7 @@ def render(
 def _obs_space(o: ir.ObsFieldInfo) -> dict[str, object]:
     """Declared bounds of an observation part, else its dtype's range."""
     dt = o.ty.dtype
-    if dt is DType.BOOL:
-        lo, hi = 0.0, 1.0
-    elif dt.is_float:
-        lo, hi = -math.inf, math.inf
-    else:
-        lo, hi = (float(x) for x in dt.int_range)
-    lo = o.low if o.low is not None else lo
-    hi = o.high if o.high is not None else hi
+    lo, hi = o.bounds()
     if not dt.is_float:
         return {
             "name": o.name,
