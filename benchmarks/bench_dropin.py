@@ -61,15 +61,22 @@ def pgx_loop(env: Any, num_envs: int, num_steps: int) -> Callable[[jax.Array], j
     return jax.jit(run)
 
 
-def steps_per_second(fn: Callable[[jax.Array], jax.Array], steps: int, repeats: int) -> float:
-    """Median steps/s of `repeats` timed calls after a compiling one."""
-    fn(jax.random.PRNGKey(0)).block_until_ready()
-    times = []
+def paired_rates(
+    theirs: Callable[[jax.Array], jax.Array], ours: Callable[[jax.Array], jax.Array], steps: int, repeats: int
+) -> tuple[float, float, float]:
+    """Median steps/s of each side and the median of the per-round ratios (ours / theirs): both compiled first,
+    then timed in turns, the order swapped every round, so a change of load on a shared host hits both sides."""
+    for fn in (theirs, ours):
+        fn(jax.random.PRNGKey(0)).block_until_ready()
+    times: dict[int, list[float]] = {0: [], 1: []}
     for i in range(repeats):
-        t = time.perf_counter()
-        fn(jax.random.PRNGKey(i + 1)).block_until_ready()
-        times.append(time.perf_counter() - t)
-    return steps / statistics.median(times)
+        for side in ((0, 1) if i % 2 == 0 else (1, 0)):
+            fn = (theirs, ours)[side]
+            t = time.perf_counter()
+            fn(jax.random.PRNGKey(i + 1)).block_until_ready()
+            times[side].append(time.perf_counter() - t)
+    ratio = statistics.median(a / b for a, b in zip(times[0], times[1]))
+    return steps / statistics.median(times[0]), steps / statistics.median(times[1]), ratio
 
 
 def main() -> None:
@@ -88,18 +95,19 @@ def main() -> None:
     a = ap.parse_args()
     total = a.envs * a.steps
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; batch {a.envs} x {a.steps} steps, "
-          f"median of {a.repeats}")
+          f"median of {a.repeats}, sides timed in turns")
     if a.only in (None, "gymnax"):
-        theirs = steps_per_second(gymnax_loop(*gymnax.make("CartPole-v1"), a.envs, a.steps), total, a.repeats)
-        ours = steps_per_second(gymnax_loop(*envc.gymnax.make("cartpole"), a.envs, a.steps), total, a.repeats)
+        peer = gymnax_loop(*gymnax.make("CartPole-v1"), a.envs, a.steps)
+        theirs, ours, ratio = paired_rates(peer, gymnax_loop(*envc.gymnax.make("cartpole"), a.envs, a.steps),
+                                           total, a.repeats)
         print(f"gymnax CartPole: gymnax {theirs / 1e6:.2f}M/s, envc .gymnax() {ours / 1e6:.2f}M/s "
-              f"= {ours / theirs:.2f}x")
+              f"= {ratio:.2f}x (median of per-round ratios)")
     if a.only in (None, "pgx"):
         for name in ("connect_four", "tic_tac_toe"):
-            theirs = steps_per_second(pgx_loop(pgx.make(name), a.envs, a.steps), total, a.repeats)
-            ours = steps_per_second(pgx_loop(envc.pgx.make(name), a.envs, a.steps), total, a.repeats)
+            theirs, ours, ratio = paired_rates(pgx_loop(pgx.make(name), a.envs, a.steps),
+                                               pgx_loop(envc.pgx.make(name), a.envs, a.steps), total, a.repeats)
             print(f"pgx {name} (auto_reset): pgx {theirs / 1e6:.2f}M/s, envc PgxEnv {ours / 1e6:.2f}M/s "
-                  f"= {ours / theirs:.2f}x")
+                  f"= {ratio:.2f}x (median of per-round ratios)")
 
 
 if __name__ == "__main__":
