@@ -120,10 +120,10 @@ class Match:
         return {"observation": self.raw_observation(p), "action_mask": mask}
 
 
-class AECEnvironment(AECEnv[str, dict[str, Any], int | None]):  # type: ignore[misc]
-    """A multi-player spec as a PettingZoo AEC env (see the module docstring)."""
+class _MatchEnv:
+    """What the AEC and Parallel adapters share: a `Match`, the spaces, render modes and rendering."""
 
-    metadata: dict[str, Any] = {"render_modes": [], "is_parallelizable": False}
+    metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(
         self,
@@ -152,6 +152,19 @@ class AECEnvironment(AECEnv[str, dict[str, Any], int | None]):  # type: ignore[m
     def action_space(self, agent: str) -> spaces.Space[Any]:
         """Discrete(num_actions)."""
         return self.match.action_spaces[agent]
+
+    def render(self) -> Any:
+        """The state drawn by the spec's `render` section: text ("ansi") or an RGB array ("rgb_array")."""
+        return self.match.render(self.render_mode)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class AECEnvironment(_MatchEnv, AECEnv[str, dict[str, Any], int | None]):  # type: ignore[misc]
+    """A multi-player spec as a PettingZoo AEC env (see the module docstring)."""
+
+    metadata: dict[str, Any] = {"render_modes": [], "is_parallelizable": False}
 
     def observe(self, agent: str) -> dict[str, Any]:
         """`agent`'s observation and action mask."""
@@ -191,45 +204,11 @@ class AECEnvironment(AECEnv[str, dict[str, Any], int | None]):  # type: ignore[m
             self.agent_selection = self.possible_agents[self.match.current]
         self._accumulate_rewards()
 
-    def render(self) -> Any:
-        """The state drawn by the spec's `render` section: text ("ansi") or an RGB array ("rgb_array")."""
-        return self.match.render(self.render_mode)
 
-    def close(self) -> None:
-        """Nothing to release."""
-
-
-class ParallelEnvironment(ParallelEnv[str, dict[str, Any], int]):  # type: ignore[misc]
+class ParallelEnvironment(_MatchEnv, ParallelEnv[str, dict[str, Any], int]):  # type: ignore[misc]
     """A multi-player spec as a PettingZoo Parallel env: only the player to move acts (see the module docstring)."""
 
     metadata: dict[str, Any] = {"render_modes": []}
-
-    def __init__(
-        self,
-        spec: SpecIR | str | PathLike[str],
-        backend: str = "rust",
-        params: Mapping[str, Any] | None = None,
-        render_mode: str | None = None,
-    ):
-        self.match = Match(spec, backend, params)
-        modes = render_modes(self.match.spec)
-        if render_mode is not None and render_mode not in modes:
-            raise ValueError(
-                f"render_mode {render_mode!r} is not one of {modes} (a spec renders with a `render` section)"
-            )
-        self.metadata = {**type(self).metadata, "name": f"envc_{self.match.spec.name}", "render_modes": modes}
-        self.render_mode = render_mode
-        self.possible_agents = list(self.match.agents)
-        self.agents: list[str] = []
-        self._np_random = np.random.default_rng()
-
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
-        """The Dict space of `agent`'s observation and action mask (the same object every call)."""
-        return self.match.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space[Any]:
-        """Discrete(num_actions)."""
-        return self.match.action_spaces[agent]
 
     def _observations(self) -> dict[str, dict[str, Any]]:
         return {a: self.match.observe(a) for a in self.possible_agents}
@@ -262,12 +241,6 @@ class ParallelEnvironment(ParallelEnv[str, dict[str, Any], int]):  # type: ignor
             self.agents = []
         return obs, rewards, terms, truncs, infos
 
-    def render(self) -> Any:
-        """The state drawn by the spec's `render` section: text ("ansi") or an RGB array ("rgb_array")."""
-        return self.match.render(self.render_mode)
-
-    def close(self) -> None:
-        """Nothing to release."""
 
     def state(self) -> np.ndarray:
         """Not available: a spec's state is a set of named arrays (see `match.env.state_to_dict`)."""
