@@ -24,27 +24,19 @@ from gymnasium import spaces
 
 import envc
 from envc import ir, rng
-from envc.ir import DType, SpecIR
+from envc.interpret import NP_DTYPE
+from envc.ir import SpecIR
 from envc.render import Renderer, state_dict
 
 BACKENDS = ("rust", "reference", "jax")
 _MASK32 = 0xFFFFFFFF
-_NUMPY: dict[DType, Any] = {
-    DType.BOOL: np.bool_,
-    DType.I8: np.int8,
-    DType.I16: np.int16,
-    DType.I32: np.int32,
-    DType.U32: np.uint32,
-    DType.F32: np.float32,
-    DType.F64: np.float64,
-}
 
 
 def part_space(o: ir.ObsFieldInfo) -> spaces.Box:
     """The Box of one observation part: its declared bounds, else its dtype's (finite) range, as the Rust gym.py."""
     dt = o.ty.dtype
     lo, hi = o.bounds()
-    np_dtype = _NUMPY[dt]
+    np_dtype = NP_DTYPE[dt]
     if not dt.is_float:
         return spaces.Box(int(lo), int(hi), tuple(o.ty.shape), np_dtype)
     big = float(np.finfo(np_dtype).max)  # an unbounded side: the largest finite value, as gymnasium's CartPole
