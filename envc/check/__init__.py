@@ -14,6 +14,7 @@ from envc.check.body import Bail, BodyChecker, Env
 from envc.check.budget import check_budget
 from envc.check.render import check_render
 from envc.check.symbols import (
+    MAX_ENUM_MEMBERS,
     CallableSym,
     ConstSym,
     Context,
@@ -102,7 +103,7 @@ class Checker:
             return Ty(dtype=DType(name))
         sym = self.symbols.get(name)
         if isinstance(sym, EnumSym):
-            return Ty(dtype=DType.I8, enum=name)
+            return sym.ty
         if allow_records and name in self.records:
             return Ty(dtype=DType.I32, enum=None)
         if name in self.env.broken:
@@ -210,8 +211,9 @@ class Checker:
                 dup = next((m for m, n in Counter(t.enum).items() if n > 1), None)
                 if dup is not None:
                     self.diags.error(self.at("types", name, "enum"), "E031", f"enum member '{dup}' appears twice")
-                if len(t.enum) > 127:
-                    self.diags.error(self.at("types", name, "enum"), "E012", "enums have at most 127 members")
+                if len(t.enum) > MAX_ENUM_MEMBERS:
+                    msg = f"enums have at most {MAX_ENUM_MEMBERS:,} members (got {len(t.enum):,})"
+                    self.diags.error(self.at("types", name, "enum"), "E012", msg)
                 self.define(name, EnumSym(name, tuple(t.enum)), ("types", name), "type")
 
     def declare_records(self) -> None:

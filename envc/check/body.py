@@ -388,7 +388,7 @@ class BodyChecker:
             if e.name not in base.members:
                 hint = did_you_mean(e.name, list(base.members))
                 raise self.err(e.span, "E030", f"enum {base.name} has no member '{e.name}'{hint}")
-            return _lit(base.members.index(e.name), Ty(dtype=DType.I8, enum=base.name), e.span)
+            return _lit(base.members.index(e.name), base.ty, e.span)
         if isinstance(base, PRef):
             s = base.sym
             if s.kind in ("record", "table") and base.part is None:
@@ -623,7 +623,7 @@ class BodyChecker:
             if isinstance(sym, EnumSym):
                 if not x.ty.dtype.is_int:
                     raise self.err(e.span, "E040", f"{f}(...) needs an integer")
-                return ir.Cast(x=x, ty=Ty(dtype=DType.I8, enum=f), span=e.span)
+                return ir.Cast(x=x, ty=sym.ty, span=e.span)
             name = {"int": "i32", "float": "f32"}.get(f, f)
             ty = Ty(dtype=DType(name))
             if isinstance(x, ir.Lit) and self.is_weak(x) and ty.dtype.is_int:
@@ -959,7 +959,7 @@ class BodyChecker:
             return Ty(dtype=DType(name))
         sym = self.env.symbols.get(name)
         if isinstance(sym, EnumSym):
-            return Ty(dtype=DType.I8, enum=name)
+            return sym.ty
         if name in self.env.broken:
             raise Bail()
         raise self.err(span, "E030", f"unknown type '{name}'")

@@ -8,7 +8,7 @@ from typing import Union
 
 from envc.check.tables import show
 from envc.diagnostics import Span
-from envc.ir import Ty
+from envc.ir import DType, Ty
 
 KEYWORDS = {
     "let",
@@ -32,6 +32,8 @@ KEYWORDS = {
     "false",
 }
 DTYPES = {"bool", "i8", "i16", "i32", "u32", "f32", "f64"}
+# Enums of up to I8_ENUM_MEMBERS members store their member index as i8, larger ones (up to MAX_ENUM_MEMBERS) as i16.
+I8_ENUM_MEMBERS, MAX_ENUM_MEMBERS = 127, 32_767
 RESERVED = (
     KEYWORDS
     | DTYPES
@@ -137,6 +139,11 @@ class EnumSym:
 
     name: str
     members: tuple[str, ...]
+
+    @property
+    def ty(self) -> Ty:
+        """The type of its values: member indices stored as i8, or as i16 past I8_ENUM_MEMBERS members."""
+        return Ty(dtype=DType.I8 if len(self.members) <= I8_ENUM_MEMBERS else DType.I16, enum=self.name)
 
 
 @dataclass(frozen=True)

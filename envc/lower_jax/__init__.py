@@ -301,7 +301,7 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
             {
                 "kind": a,
                 "combos": combos,
-                "dtypes": [NUMPY[p.ty.dtype] if p.ty.enum is None else "np.int8" for p in a.params],
+                "dtypes": [NUMPY[p.ty.dtype] for p in a.params],  # enums: i8, or i16 past 127 members
                 # small kinds test each action id with constant parameters (static indices, no gathers)
                 "unroll": a.size <= 4 * UNROLL and a.size * sizer.size(a.legal) <= 2 * UNROLL_BUDGET,
             }

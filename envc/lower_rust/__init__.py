@@ -556,6 +556,7 @@ class Lowering:
                 "name": self.names.enum(e.name),
                 "doc": spec_doc(e.doc or f"Members of the enum `{e.name}`."),
                 "members": [(self.names.member(e.name, m), i) for i, m in enumerate(e.members)],
+                "rust": "i8" if len(e.members) <= 127 else "i16",  # member index storage (i16 past 127)
             }
             for e in spec.enums
         ]

@@ -124,7 +124,8 @@ def conv(code: str, src: Ty, dst: Ty, enums: dict[str, int]) -> str:
     if dst.enum is not None:
         if src.dtype is DType.BOOL:
             code = f"{paren(code)} as i32"
-        return f"ops::to_enum({code}, {enums[dst.enum]})"
+        n = enums[dst.enum]
+        return f"ops::to_enum({code}, {n})" if n <= 127 else f"ops::to_enum16({code}, {n})"  # i8 / i16 storage
     if src.dtype is DType.BOOL:
         return f"{paren(code)} as u8 as {RUST[dst.dtype]}"
     if src.dtype == dst.dtype:

@@ -83,6 +83,17 @@ pub fn to_enum<T: Into<i64>>(x: T, members: i64) -> i8 {
     }
 }
 
+/// `to_enum` of an enum with more than 127 members (stored as i16).
+#[inline(always)]
+pub fn to_enum16<T: Into<i64>>(x: T, members: i64) -> i16 {
+    let v: i64 = x.into();
+    if v >= 0 && v < members {
+        v as i16
+    } else {
+        0
+    }
+}
+
 /// IEEE `floor(x)` (the sign of a zero kept: `floor(-0.0)` is -0.0).
 #[inline(always)]
 pub fn floor(x: f32) -> f32 {
