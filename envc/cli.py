@@ -443,7 +443,9 @@ def lsp() -> None:
 def scrape(
     urls: Annotated[list[str], typer.Argument(help="The rules page first, then card list pages (or saved files)")],
     out: Annotated[str, typer.Option("-o", "--out", help="Draft spec to write")],
-    from_file: Annotated[bool, typer.Option("--from-file", help="Read saved HTML pages instead of fetching")] = False,
+    from_file: Annotated[
+        bool, typer.Option("--from-file", help="Read saved pages (HTML, or *.json card lists) instead of fetching")
+    ] = False,
     name: Annotated[str | None, typer.Option(help="Spec name (default: from the page title)")] = None,
     players: Annotated[int, typer.Option(help="Number of players")] = 2,
     adapter: Annotated[str | None, typer.Option(help="Site adapter (default: chosen per page)")] = None,

@@ -36,6 +36,10 @@ class _Dumper(_BaseDumper):
 
 def _str(dumper: _Dumper, data: str) -> yaml.Node:
     style = "|" if "\n" in data and data.strip() else None  # code and prose as block scalars, value kept exactly
+    if style is None and ("'" in data or data.count('"') % 2):
+        # single quotes ('' inside): `envc lint`'s bracket-depth pre-scan pairs quote characters on each line, so
+        # a plain "Professor's" in a flow row would hide that row's closing brace from it
+        style = "'"
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 

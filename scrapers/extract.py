@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote, urldefrag, urljoin, urlsplit
 
-from bs4 import BeautifulSoup
+from anyascii import anyascii
+from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
 from .fetch import Page, ScrapeError
@@ -33,7 +35,12 @@ MAX_SECTIONS, MAX_SECTION_CHARS, MAX_TITLE_CHARS, MAX_CELL_CHARS = 500, 20_000, 
 
 @dataclass
 class Section:
-    """A heading and the text under it (up to the next heading), with where it came from."""
+    """A heading and the text under it (up to the next heading), with where it came from.
+
+    `level` is the outline level: 1 for the page's title, 2 and deeper for its sections (on a page whose
+    sections are all <h1>, those are level 2). `number` is the heading's numbering as written ("508",
+    "A-03", "4.2.1", "VII", "Chapter 1"; "" if none) and `title` the heading without it.
+    """
 
     title: str
     level: int
@@ -41,6 +48,8 @@ class Section:
     text: str = ""
     tables: list[str] = field(default_factory=list)
     kind: str = "module"  # what it becomes: "module" (the game itself), "action" or "rule" (set by the adapter)
+    number: str = ""
+    parents: list[str] = field(default_factory=list)  # titles of the enclosing sections, outermost first
 
 
 @dataclass
@@ -55,6 +64,25 @@ class RawTable:
     caption: str = ""
     is_cards: bool = False  # a card list (set by the site adapter)
     cut_cells: int = 0  # cells longer than MAX_CELL_CHARS, cut
+    symbols: dict[str, str] = field(default_factory=dict)  # cost token as written ("W", "Fire") -> member name
+
+
+@dataclass(frozen=True)
+class Icons:
+    """Which inline elements stand for a symbol (an energy or mana icon) and are written as a brace token.
+
+    A small <img> with a short alt text (or title) becomes "{alt}"; with `abbr`, <abbr title="Fire"> becomes
+    "{Fire}"; an element with a class matching `classes` becomes "{group 1}" (`energy-(\\w+)`: "energy-fire"
+    -> "{fire}"). Large images (card pictures) are left out of table cells.
+    """
+
+    images: bool = True
+    abbr: bool = False
+    classes: re.Pattern[str] | None = None
+
+
+PLAIN = Icons(images=False)
+MAX_ICON_WORDS, MAX_ICON_CHARS, MAX_ICON_PX = 3, 30, 64
 
 
 @dataclass
@@ -96,7 +124,9 @@ def soup_of(page: Page) -> BeautifulSoup:
     """
     parser = "html5lib" if nesting_depth(page.body) <= MAX_DEPTH else "html.parser"
     try:
-        return BeautifulSoup(page.body, parser, from_encoding=page.charset)
+        with warnings.catch_warnings():  # "<?xml ...?><!DOCTYPE html>" pages: bs4 would advise lxml on stderr
+            warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+            return BeautifulSoup(page.body, parser, from_encoding=page.charset)
     except Exception as e:  # parsers raise on a few pathological inputs (e.g. bad declarations)
         raise ScrapeError(f"{page.url}: cannot parse the HTML: {e}") from None
 
@@ -123,53 +153,110 @@ def nesting_depth(body: bytes) -> int:
     return deepest
 
 
-def text_of(el: Tag, exclude: frozenset[str] = frozenset()) -> str:
-    """The visible text of an element: images by their alt text, <br> as a line break, whitespace folded.
+def text_of(el: Tag, exclude: frozenset[str] = frozenset(), icons: Icons = PLAIN, pictures: bool = True) -> str:
+    """The visible text of an element: <br> as a line break, whitespace folded, symbols (per `icons`) as
+    brace tokens ("{Fire}{Fire}"), other images by their alt text (left out unless `pictures`).
 
     Subtrees named in `exclude` (and scripts, styles, ...) are left out; the walk is iterative.
     """
     parts: list[str] = []
     stack: list[Iterator[object]] = [iter(list(el.children))]
+    boundary = False  # an element began or ended since the last text
     while stack:
         node = next(stack[-1], None)
         if node is None:
             stack.pop()
+            boundary = True
         elif isinstance(node, Tag):
+            boundary = True
             if node.name in SKIP or node.name in exclude:
                 continue
-            if node.name == "img" and node.get("alt"):
-                parts.append(f" {node['alt']} ")
+            token = icon_token(node, icons)
+            if token is not None:
+                if token:
+                    parts.append("{" + token + "}")
+                continue
+            if node.name == "img":
+                alt = node.get("alt")
+                if alt and pictures:
+                    parts.append(f" {alt} ")
             elif node.name == "br":
                 parts.append("\n")
             elif node.name in ("td", "th", "li", "p", "div", "dt", "dd"):
                 parts.append(" ")
             stack.append(iter(list(node.children)))
         elif _is_text(node):
-            parts.append(" ".join(str(node).split("\n")))  # source line breaks are not text; <br> is
-    return clean("".join(parts))
+            piece = " ".join(str(node).split("\n"))  # source line breaks are not text; <br> is
+            if boundary and parts and parts[-1][-1:] in (".", ")", ":", ";") and piece[:1].isalnum():
+                parts.append(" ")  # "<a>5.2.1.</a><span>An action" -> "5.2.1. An action"
+            if piece:
+                parts.append(piece)
+                boundary = False
+    text = clean("".join(parts))
+    return _TOKEN_GAP.sub("}{", text) if icons.images or icons.abbr or icons.classes else text
+
+
+_TOKEN_GAP = re.compile(r"\}[ \t]+\{")
+_TOKEN_TRIM = "{}[]():;,. \t\n"
+
+
+def icon_token(node: Tag, icons: Icons) -> str | None:
+    """The symbol an element stands for ("" for a nameless one), or None if it is not a symbol."""
+    if icons.classes is not None:
+        for c in node.get_attribute_list("class"):
+            m = icons.classes.fullmatch(str(c or ""))
+            if m:
+                return _token(m.group(1) if m.groups() else m.group(0))
+    if icons.abbr and node.name == "abbr" and node.get("title"):
+        return _token(str(node["title"]))
+    if icons.images and node.name == "img":
+        alt = str(node.get("alt") or node.get("title") or "")
+        if not alt.strip() or len(alt) > MAX_ICON_CHARS or len(alt.split()) > MAX_ICON_WORDS:
+            return None
+        for dim in ("width", "height"):
+            size = re.match(r"\s*(\d+)", str(node.get(dim) or ""))
+            if size and int(size.group(1)) > MAX_ICON_PX:
+                return None
+        return _token(alt)
+    return None
+
+
+def _token(text: str) -> str:
+    """A symbol's name as written, without the brackets or braces some sites put in alt texts ("{R}")."""
+    return " ".join(text.replace("{", " ").replace("}", " ").split()).strip(_TOKEN_TRIM)
 
 
 def clean(text: str) -> str:
     """Fold runs of spaces, keep single line breaks, drop control characters."""
-    text = "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
+    text = "".join(ch if ch in "\n\t" or ch.isprintable() else " " if ch.isspace() else "" for ch in text)
     lines = [" ".join(line.split()) for line in text.split("\n")]
     return "\n".join(line for line in lines if line)
 
 
-def extract(page: Page, soup: BeautifulSoup) -> PageContent:
-    """Sections and tables of a page, in document order."""
+def extract(page: Page, soup: BeautifulSoup, icons: Icons = Icons()) -> PageContent:
+    """Sections and tables of a page, in document order (`icons`: which elements are symbols)."""
     title_tag = soup.find("title")
     root = soup.find("main") or soup.find(None, {"role": "main"}) or soup.find("article") or soup.body or soup
     assert isinstance(root, Tag)
+    tags = root.find_all(list(HEADINGS), limit=MAX_SECTIONS)
+    heads = [(h.name, _cut_title(text_of(h, INSIDE_HEADING))) for h in tags]
+    # A page whose sections are all <h1>: they are sections (level 2), the page's title is its <title>.
+    shift = 1 if sum(n == "h1" for n, _ in heads) > 1 else 0
+    numbered = sum(1 for _, t in heads if split_number(t)[0])
+    numbered_doc = numbered >= 3 and 3 * numbered >= len(heads)
     h1 = root.find("h1")
-    title = text_of(h1) if isinstance(h1, Tag) else text_of(title_tag) if isinstance(title_tag, Tag) else ""
-    if len(title) > MAX_TITLE_CHARS:
-        title = title[: MAX_TITLE_CHARS - 3].rstrip() + "..."
+    title = text_of(title_tag) if shift and isinstance(title_tag, Tag) else ""
+    if not title:
+        title = text_of(h1) if isinstance(h1, Tag) else text_of(title_tag) if isinstance(title_tag, Tag) else ""
+    title = _cut_title(title)
     out = PageContent(url=page.url, title=title, next_url=_next_link(soup, page.url), notes=list(page.notes))
     base = urldefrag(page.url).url
     current = Section(title or "Introduction", 1, base)
     buf: list[str] = []
     loose: list[str] = []
+    outline: list[Section] = []  # the enclosing sections of the current one
+    last_numbered = 0  # level of the latest numbered heading (numbered pages)
+    untitled = False  # the current heading is a bare number ("A-0 3"): its title is the next text's first line
 
     def flush_loose() -> None:
         t = clean(" ".join(loose).replace("\n", " "))
@@ -195,9 +282,14 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
             continue
         name = node.name
         if name in HEADINGS:
-            heading = text_of(node, INSIDE_HEADING)
-            if len(heading) > MAX_TITLE_CHARS:
-                heading = heading[: MAX_TITLE_CHARS - 3].rstrip() + "..."
+            heading = _cut_title(text_of(node, INSIDE_HEADING))
+            number, words = split_number(heading)
+            if _is_credit(node):
+                continue
+            if is_sentence(words) or _is_aside(node):  # a step line set as a heading, a note box's title
+                flush_loose()
+                buf.append(heading)
+                continue
             if len(out.sections) + 1 >= MAX_SECTIONS:
                 out.notes.append(
                     f"{page.url}: more than {MAX_SECTIONS} headings; the page was read up to the heading "
@@ -205,24 +297,46 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
                 )
                 break
             flush_section()
-            current = Section(heading, HEADINGS[name], _anchor_url(base, node, heading))
+            level = HEADINGS[name] + shift
+            if numbered_doc and not number and last_numbered and level <= last_numbered:
+                level = last_numbered + 1  # an unnumbered heading inside a numbered section is part of it
+            if number:
+                last_numbered = level
+            while outline and outline[-1].level >= level:
+                outline.pop()
+            current = Section(
+                words or number or heading,
+                level,
+                _anchor_url(base, node, heading),
+                number=number,
+                parents=[s.title for s in outline if s.level > 1],
+            )
+            outline.append(current)
+            untitled = bool(number) and not words
         elif name == "table":
             flush_loose()
+            untitled = False
             if len(out.tables) >= MAX_TABLES:
                 raise ScrapeError(f"{page.url}: more than {MAX_TABLES} tables")
-            table = read_table(node, current, base, {t.name for t in out.tables})
+            table = read_table(node, current, base, {t.name for t in out.tables}, icons)
             if table is not None:
                 out.tables.append(table)
                 current.tables.append(table.name)
                 buf.append(render_table(table))
         elif name in BLOCKS:
             flush_loose()
-            t = text_of(node, NESTED)
+            t = text_of(node, NESTED, icons)
+            if untitled and t:
+                untitled = False
+                first = _first_line(node)
+                if first and t.startswith(first) and _is_title(first):
+                    current.title = first
+                    t = t[len(first) :].lstrip(" ◆•·:–—-")
             if t:
                 buf.append(t)
         elif name == "li":
             flush_loose()
-            t = text_of(node, NESTED)
+            t = text_of(node, NESTED, icons)
             if t:
                 item = "  " * depth + "- " + t.replace("\n", " ")
                 if buf and buf[-1].lstrip().startswith("- "):
@@ -232,7 +346,7 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
         elif name == "br":
             flush_loose()
     flush_section()
-    out.sections = [s for s in out.sections if s.text or s.tables or s.level > 1]
+    out.sections = _drop_empty(_dedupe(out.sections))
     if cut:
         out.notes.append(
             f"{page.url}: {len(cut)} section(s) longer than {MAX_SECTION_CHARS:,} characters were cut "
@@ -242,6 +356,101 @@ def extract(page: Page, soup: BeautifulSoup) -> PageContent:
     if cells:
         out.notes.append(f"{page.url}: {cells} table cell(s) longer than {MAX_CELL_CHARS:,} characters were cut")
     return out
+
+
+CREDITS = frozenset({"author", "editor", "othercredit", "corpauthor", "collab"})  # DocBook title pages
+ASIDES = frozenset({"note", "tip", "warning", "important", "caution", "sidebar", "admonition"})
+
+
+def _is_credit(heading: Tag) -> bool:
+    """A heading that names a person (an author on a DocBook title page), not a section."""
+    return bool(CREDITS & set(heading.get_attribute_list("class")))
+
+
+def _is_aside(heading: Tag) -> bool:
+    """The title of a note box ("Note", "Tip"): part of the text around it, not a section."""
+    parent = heading.parent
+    return isinstance(parent, Tag) and bool(ASIDES & set(parent.get_attribute_list("class")))
+
+
+def _cut_title(text: str) -> str:
+    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 3].rstrip() + "..."
+
+
+def _dedupe(sections: list[Section]) -> list[Section]:
+    """One section per distinctive number ("A-03", "508", "4.2.1"): a table of contents repeats the headings
+    of the body; the one with the most text is kept."""
+    best: dict[str, Section] = {}
+    for s in sections:
+        if len(s.number) >= 3 and any(c.isdigit() for c in s.number):
+            key = s.number.lower()
+            if key not in best or len(s.text) > len(best[key].text):
+                best[key] = s
+    keep = {id(s) for s in best.values()}
+    return [s for s in sections if id(s) in keep or not (len(s.number) >= 3 and any(c.isdigit() for c in s.number))]
+
+
+def _drop_empty(sections: list[Section]) -> list[Section]:
+    """Sections with text or tables, and the empty ones that enclose such a section (a chapter heading);
+    empty leaves (a table of contents made of headings, the page title) are dropped."""
+    kept: list[Section] = []
+    below = 0  # level of the next kept section
+    for s in reversed(sections):
+        if s.text or s.tables or (s.level > 1 and below > s.level):
+            kept.append(s)
+            below = s.level
+    return kept[::-1]
+
+
+def _first_line(node: Tag, limit: int = 200) -> str:
+    """The first line of an element's source text (a PDF converter's paragraph starts with its title line)."""
+    got: list[str] = []
+    size = 0
+    for piece in node.strings:
+        head, nl, _ = str(piece).partition("\n")
+        got.append(head)
+        size += len(head)
+        if (nl and "".join(got).strip()) or size > limit:
+            break
+    return clean("".join(got))[:limit]
+
+
+def _is_title(line: str) -> bool:
+    """A short line that reads as a heading, not a sentence."""
+    return 0 < len(line) <= 80 and any(c.isalpha() for c in line) and not line.rstrip().endswith((".", ","))
+
+
+_ROMAN = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
+_NUMBER = (
+    r"(?:(?i:chapter|section|part|article|appendix|rule|step|phase)\s+|§\s*)[A-Z0-9]{1,4}(?:[.-]\d+)*"
+    r"|\d{1,3}(?:\.\d+)*[a-z]?"  # 508, 4.2.1, 100.1a
+    r"|[A-Z]{1,3}-?\d+(?:[.-]\d+)*"  # A-03, B12
+    rf"|(?:{_ROMAN}|(?i:{_ROMAN}))(?=[.)])"  # VII. iv)
+    r"|[A-Za-z](?=[.)])"  # A. b)
+    r"|\((?:\d{1,3}|[A-Za-z]|[ivxlc]{1,5})\)"  # (a) (1) (iv)
+)
+NUMBER_RE = re.compile(rf"^(?P<number>{_NUMBER})(?:[.)]?\s*[:–—-]\s*|[.)]\s*|\s+)(?P<title>[^\W\d].*|\W.*[^\W\d].*)$")
+# A heading that is only a number, as PDF converters leave them ("A-0 3", "12.", "VII.")
+NUMBER_ONLY_RE = re.compile(rf"^(?:[A-Z]{{1,3}}-?)?\d[\d .-]*\.?$|^{_ROMAN}\.$")
+
+
+def split_number(heading: str) -> tuple[str, str]:
+    """('508', 'Declare Attackers Step') from '508. Declare Attackers Step'; ('', heading) if unnumbered;
+    (number, '') for a heading that is only a number."""
+    text = heading.strip()
+    m = NUMBER_RE.match(text)
+    if m:
+        return m.group("number").strip("()"), m.group("title").strip()
+    if NUMBER_ONLY_RE.match(text):
+        return "".join(text.split()).rstrip("."), ""
+    return "", text
+
+
+def is_sentence(title: str) -> bool:
+    """A heading that is really a sentence or step line (PDF conversions): it ends like one, or is long."""
+    words = title.split()
+    end = title.rstrip()
+    return end.endswith(":") or (end.endswith(".") and not end.endswith("...") and len(words) >= 3) or len(words) > 14
 
 
 def _walk(root: Tag) -> Iterator[tuple[Tag | NavigableString, int]]:
@@ -332,8 +541,12 @@ def _next_link(soup: BeautifulSoup, url: str) -> str | None:
     return None
 
 
-def read_table(tbl: Tag, section: Section, base: str, taken: set[str]) -> RawTable | None:
-    """Header and rows of a table (colspan/rowspan spread out); None for an empty or layout-only table."""
+def read_table(tbl: Tag, section: Section, base: str, taken: set[str], icons: Icons = Icons()) -> RawTable | None:
+    """Header and rows of a table (colspan/rowspan spread out); None for an empty or layout-only table.
+
+    The header is the <thead>, else a first row of <th>, else a first row of <td> that reads as one (bold
+    labels, or labels above numbers, or known column names).
+    """
     trs: list[Tag] = []
     head_rows: list[Tag] = []
     for child in tbl.children:
@@ -345,12 +558,14 @@ def read_table(tbl: Tag, section: Section, base: str, taken: set[str]) -> RawTab
             part = [r for r in child.children if isinstance(r, Tag) and r.name == "tr"]
             (head_rows if child.name == "thead" else trs).extend(part)
     cut: list[int] = [0]
-    grid = _grid(head_rows + trs, cut)
+    grid = _grid(head_rows + trs, cut, icons)
     if not grid:
         return None
     n_head = len(head_rows)
-    if n_head == 0 and all(c.name == "th" for c in _cells(trs[0])):
-        n_head = 1
+    if n_head == 0 and trs:
+        first = _cells(trs[0])
+        if first and (all(c.name == "th" for c in first) or _reads_as_header(first, grid[0], grid[1:])):
+            n_head = 1
     headers = grid[n_head - 1] if n_head else [f"column {i + 1}" for i in range(len(grid[0]))]
     rows = [r for r in grid[n_head:] if any(c.strip() for c in r)]
     if not rows:
@@ -370,7 +585,41 @@ def _cells(tr: Tag) -> list[Tag]:
     return [c for c in tr.children if isinstance(c, Tag) and c.name in ("td", "th")]
 
 
-def _grid(trs: list[Tag], cut: list[int]) -> list[list[str]]:
+HEADER_WORDS = frozenset(
+    "name card title type hp cost rarity set number no. # id attack attacks damage text effect "
+    "power toughness weakness resistance retreat stage category class level health mana cost subtype".split()
+    + ["card name", "mana cost", "card type", "retreat cost", "evolves from"]
+)
+_NUMERIC = re.compile(r"^[+-]?\d[\d,.]*\s*[+×x*]?$|^(?:\{[^{}]{1,20}\})+$")
+
+
+def _reads_as_header(cells: list[Tag], first: list[str], rest: list[list[str]]) -> bool:
+    """Whether a first row of <td> cells is the table's header."""
+    labels = [c.strip() for c in first]
+    if not rest or not labels or sum(1 for c in labels if c) < max(1, len(labels) - 1):
+        return False
+    if any(_NUMERIC.match(c) or len(c) > 40 or len(c.split()) > 5 for c in labels if c):
+        return False
+    if all(_bold(c) for c in cells if c.get_text(strip=True)):
+        return True
+    for j, label in enumerate(labels):
+        below = [r[j].strip() for r in rest if j < len(r) and r[j].strip()]
+        if label and len(below) >= 2 and sum(bool(_NUMERIC.match(v)) for v in below) >= 0.8 * len(below):
+            return True  # a label above a column of numbers
+        if label.lower().rstrip(":") in HEADER_WORDS and label not in below:
+            return True
+    return False
+
+
+def _bold(cell: Tag) -> bool:
+    """A cell whose text is all inside <b>/<strong> (or styled bold)."""
+    if "bold" in str(cell.get("style") or "").replace(" ", "").lower():
+        return True
+    strong = "".join(b.get_text() for b in cell.find_all(["b", "strong"]))
+    return bool(strong.strip()) and "".join(strong.split()) == "".join(cell.get_text().split())
+
+
+def _grid(trs: list[Tag], cut: list[int], icons: Icons = Icons()) -> list[list[str]]:
     """Rows of cell texts with colspan and rowspan spread out, padded to the widest row; cells longer than
     MAX_CELL_CHARS are cut (counted in `cut[0]`)."""
     grid: list[list[str]] = []
@@ -392,7 +641,7 @@ def _grid(trs: list[Tag], cut: list[int]) -> list[list[str]]:
             cell = next(cells, None)
             if cell is None:
                 break
-            text = text_of(cell).replace("\n", " ")
+            text = text_of(cell, icons=icons, pictures=False).replace("\n", " ")
             if len(text) > MAX_CELL_CHARS:
                 cut[0] += 1
                 text = text[: MAX_CELL_CHARS - 3].rstrip() + "..."
@@ -472,8 +721,8 @@ STOPWORDS = {
 
 
 def slug(text: str, max_words: int = 5, drop_stopwords: bool = True) -> str:
-    """A lower_snake identifier from free text (ASCII letters, digits, '_')."""
-    words = re.findall(r"[a-z0-9]+", text.lower().replace("'", ""))
+    """A lower_snake identifier from free text, transliterated to ASCII ("Pokémon" -> "pokemon")."""
+    words = re.findall(r"[a-z0-9]+", anyascii(text).lower().replace("'", ""))
     if drop_stopwords and len([w for w in words if w not in STOPWORDS]) > 0:
         words = [w for w in words if w not in STOPWORDS]
     out = "_".join(words[:max_words])

@@ -31,6 +31,7 @@ import httpx
 
 USER_AGENT_TOKEN = "envc"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+JSON_TYPES = ("application/json", "text/json")  # and any application/*+json
 REDIRECTS = (301, 302, 303, 307, 308)
 ENCODINGS = ("gzip", "x-gzip", "deflate")  # what we ask for and decode (identity aside)
 MAX_ENCODINGS = 3  # stacked Content-Encoding layers accepted
@@ -52,12 +53,23 @@ class ScrapeError(Exception):
 
 @dataclass(frozen=True)
 class Page:
-    """A fetched (or saved) HTML page."""
+    """A fetched (or saved) HTML page, or JSON card data (`is_json`)."""
 
     url: str
     body: bytes
     charset: str | None = None
     notes: tuple[str, ...] = ()  # what was left out of it, one line each
+    content_type: str = "text/html"  # the media type, without parameters
+
+    @property
+    def is_json(self) -> bool:
+        """Whether the body is JSON (card data) rather than HTML."""
+        return is_json_type(self.content_type)
+
+
+def is_json_type(mime: str) -> bool:
+    """application/json, text/json and application/<anything>+json."""
+    return mime in JSON_TYPES or (mime.startswith("application/") and mime.endswith("+json"))
 
 
 def check_limits(timeout: float, max_bytes: int, max_redirects: int, delay: float, flags: bool = True) -> str | None:
@@ -127,9 +139,15 @@ class Fetcher:
             if status != 200:
                 raise ScrapeError(f"{current}: HTTP {status} {_reason(status)}")
             ctype = headers.get("content-type", "")
-            if not _mime(ctype) and not _looks_like_html(body):
-                raise ScrapeError(f"{current}: expected an HTML page, got content type 'none'")
-            return Page(current, body, _charset(ctype))
+            mime = _mime(ctype)
+            if not mime:
+                if _looks_like_json(body) and urlsplit(current).path.lower().endswith(".json"):
+                    mime = "application/json"
+                elif _looks_like_html(body):
+                    mime = "text/html"
+                else:
+                    raise ScrapeError(f"{current}: expected an HTML page, got content type 'none'")
+            return Page(current, body, _charset(ctype), content_type=mime)
         raise ScrapeError(f"{url}: more than {self.max_redirects} redirects ({' -> '.join(seen)})")
 
     def _get(
@@ -142,7 +160,9 @@ class Fetcher:
                 url,
                 headers={
                     "User-Agent": self.user_agent,
-                    "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1" if html else "text/plain,*/*;q=0.1",
+                    "Accept": "text/html,application/xhtml+xml;q=0.9,application/json;q=0.8,*/*;q=0.1"
+                    if html
+                    else "text/plain,*/*;q=0.1",
                     "Accept-Encoding": "gzip, deflate",
                 },
             )
@@ -163,7 +183,7 @@ class Fetcher:
             if resp.status != 200:
                 return resp.status, headers, b""
             mime = _mime(headers.get("content-type", ""))
-            if html and mime and mime not in HTML_TYPES:
+            if html and mime and mime not in HTML_TYPES and not is_json_type(mime):
                 raise ScrapeError(f"{url}: expected an HTML page, got content type '{mime}'")
             size = headers.get("content-length", "")
             if size.isdigit() and int(size) > limit:
@@ -233,7 +253,7 @@ class Fetcher:
 
 
 def read_saved(path: str, max_bytes: int = 5 * 1024 * 1024, url: str | None = None) -> Page:
-    """A saved page from disk (`--from-file`); its URL (for anchors) is `url` or the file's URI."""
+    """A saved page (or a .json card file) from disk; its URL (for anchors) is `url` or the file's URI."""
     p = Path(path)
     try:
         with p.open("rb") as f:
@@ -242,8 +262,10 @@ def read_saved(path: str, max_bytes: int = 5 * 1024 * 1024, url: str | None = No
         raise ScrapeError(f"{path}: cannot read: {e.strerror or e}") from None
     if len(body) > max_bytes:
         raise ScrapeError(f"{path}: file is more than the limit of {max_bytes:,} bytes")
+    if p.suffix.lower() == ".json" or (_looks_like_json(body) and not _looks_like_html(body)):
+        return Page(url or p.resolve().as_uri(), body, content_type="application/json")
     if not _looks_like_html(body):
-        raise ScrapeError(f"{path}: does not look like an HTML page")
+        raise ScrapeError(f"{path}: does not look like an HTML page (or a .json card file)")
     return Page(url or p.resolve().as_uri(), body)
 
 
@@ -501,6 +523,13 @@ def _looks_like_html(body: bytes) -> bool:
         head = head[3:].lstrip()
     starts = (b"<!doctype html", b"<html", b"<head", b"<body", b"<!--", b"<meta", b"<title", b"<h1", b"<p", b"<?xml")
     return head.startswith(starts)
+
+
+def _looks_like_json(body: bytes) -> bool:
+    head = body[:64].lstrip()
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:].lstrip()
+    return head.startswith((b"[", b"{"))
 
 
 def _one_line(e: BaseException) -> str:

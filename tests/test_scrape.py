@@ -153,13 +153,13 @@ CARDS = [
     ("Water Energy", "energy", "water", 0, "none", [[0] * 4] * 2, [0, 0], ["", ""]),
     ("Grass Energy", "energy", "grass", 0, "none", [[0] * 4] * 2, [0, 0], ["", ""]),
 ]
-EFFECTS = {
-    "": "none",
-    "coin+20": "flip_coin_heads_attack_20_more",
-    "heal": "heal_20_damage_creature",
-    "paralyze": "flip_coin_heads_defending_creature_paralyzed",
-    "poison": "defending_creature_poisoned",
-    "draw": "draw_card",
+EFFECTS = {  # effect kinds (templates) and their numeric argument (issue #23)
+    "": ("none", 0),
+    "coin+20": ("flip_coin_heads_attack_more_damage", 20),
+    "heal": ("heal_damage_creature", 20),
+    "paralyze": ("flip_coin_heads_defending_creature_paralyzed", 0),
+    "poison": ("defending_creature_poisoned", 0),
+    "draw": ("draw_card", 0),
 }
 DECKS = [(3, 0), (2, 0), (0, 3), (0, 2), (2, 2), (1, 1), (6, 0), (0, 6), (2, 2)]
 
@@ -182,7 +182,7 @@ def test_rules_page_and_paginated_card_list_over_http(site: Any, tmp_path: Path)
     cards = doc["tables"]["cards"]
     assert list(cards["columns"]) == [
         "number", "name", "supertype", "energy_type", "hp", "weakness", "attack_1", "cost", "damage", "text_1",
-        "effect", "attack_2", "text_2",
+        "text_kind", "text_args", "attack_2", "text_2",
     ]  # fmt: skip
     assert cards["columns"]["cost"] == {
         "type": "i8", "shape": [2, 4], "default": [[0] * 4] * 2, "doc": "Cost 1, Cost 2; index i is number i+1"
@@ -190,11 +190,12 @@ def test_rules_page_and_paginated_card_list_over_http(site: Any, tmp_path: Path)
     rows = cards["rows"]
     assert rows[0]["name"] == "(no card)" and rows[0]["supertype"] == "none"
     got = [
-        (r["name"], r["supertype"], r["energy_type"], r["hp"], r["weakness"], r["cost"], r["damage"], r["effect"])
+        (r["name"], r["supertype"], r["energy_type"], r["hp"], r["weakness"], r["cost"], r["damage"], r["text_kind"])
         for r in rows[1:]
     ]
-    want = [(n, s, t, hp, w, c, d, [EFFECTS[e] for e in fx]) for n, s, t, hp, w, c, d, fx in CARDS]
+    want = [(n, s, t, hp, w, c, d, [EFFECTS[e][0] for e in fx]) for n, s, t, hp, w, c, d, fx in CARDS]
     assert got == want
+    assert [r["text_args"] for r in rows[1:]] == [[[EFFECTS[e][1]] for e in fx] for *_, fx in CARDS]
     assert [r["number"] for r in rows] == list(range(10))
     assert rows[1]["text_2"] == "Flip a coin. If heads, this attack does 20 more damage."
     decks = doc["tables"]["starter_decks"]["rows"]
@@ -222,8 +223,14 @@ def test_rules_page_and_paginated_card_list_over_http(site: Any, tmp_path: Path)
     assert "[table starter_decks]" in todo["game"]["text"]
     assert "window.dataLayer" not in out.read_text() and "Accept" not in todo["game"]["text"]  # scripts, banners
     assert todo["effect_draw_card"]["text"] == "Draw a card.\n\nUsed by: Thornback (Lash)"
+    assert todo["effect_heal_damage_creature"]["text"].startswith("Heal {damage} damage from this Creature.\n")
+    heal = todo["effect_heal_damage_creature"]["text"]
+    assert "Used by: Puddlefin (Splash) [damage=20], Sproutling (Leech) [damage=20]" in heal
     assert doc["actions"]["attack"] == {"doc": "placeholder until the todo item 'attack' is formalized", "legal": False}
-    assert "case draw_card:\n    effect_draw_card(pl)" in doc["procedures"]["apply_effect"]["body"]
+    body = doc["procedures"]["apply_effect"]["body"]
+    assert "case draw_card:\n    effect_draw_card(pl)" in body
+    assert "effect_heal_damage_creature(pl, i32(cards[c].text_args[slot, 0]))" in body
+    assert doc["procedures"]["effect_heal_damage_creature"]["params"] == {"pl": "i32", "damage": "i32"}
 
     # the draft lints with one W001 per todo item and nothing else, and can be played
     spec, diags = envc.lint(str(out))
@@ -313,9 +320,10 @@ def test_malformed_and_deeply_nested_markup(site: Any, tmp_path: Path) -> None:
     setup = draft.doc["tables"]["setup"]
     assert setup["columns"]["hp"]["type"] == "i16"
     # a colspan cell's text stays in its first column (hp is empty: 0); a rowspan carries 50 down
+    # no symbol map for this page: each token is its own member, in the order met (g, c, r, w)
     assert [(r["card"], r["hp"], r["cost"]) for r in setup["rows"]] == [
-        ("Alpha", 30, [1, 0, 0, 1]), ("Beta", 40, [0, 1, 0, 0]), ("Gamma (no cost)", 0, [0, 0, 0, 0]),
-        ("Delta", 50, [0, 0, 2, 0]), ("Epsilon", 50, [0, 0, 0, 1]),
+        ("Alpha", 30, [1, 1, 0, 0]), ("Beta", 40, [0, 0, 1, 0]), ("Gamma (no cost)", 0, [0, 0, 0, 0]),
+        ("Delta", 50, [0, 0, 0, 2]), ("Epsilon", 50, [0, 1, 0, 0]),
     ]  # fmt: skip
     p = tmp_path / "d.yaml"
     p.write_text(draft.yaml())
@@ -342,10 +350,13 @@ def test_scraped_text_cannot_inject_yaml_or_templates(site: Any, tmp_path: Path)
 
 
 def test_column_typing_helpers() -> None:
-    assert cost_counts("{G}{C}{C}") == {"grass": 1, "colorless": 2}
-    assert cost_counts(" {R} {R} ") == {"fire": 2}
-    assert cost_counts("—") == {} and cost_counts("{Q}") is None and cost_counts("G C") is None
-    assert energy_name("Fire ×2") == "fire" and energy_name("{W}") == "water" and energy_name("Grass Energy") == "grass"
+    pokemon = {"G": "grass", "C": "colorless", "R": "fire", "W": "water"}
+    assert cost_counts("{G}{C}{C}", pokemon) == {"grass": 1, "colorless": 2}
+    assert cost_counts(" {R} {R} ", pokemon) == {"fire": 2}
+    assert cost_counts("{G}{C}{C}") == {"g": 1, "c": 2}  # no symbol map: no guessing what G means
+    assert cost_counts("—") == {} and cost_counts("G C") is None
+    assert energy_name("Fire ×2") == "fire" and energy_name("{W}", pokemon) == "water"
+    assert energy_name("Grass Energy") == "grass" and energy_name("{W}") is None
     assert energy_name("Trainer") is None
     taken: set[str] = set()
     assert [ident(t, taken, "c") for t in ("Type", "type", "#", "2nd Attack", "HP (max)", "")] == [
