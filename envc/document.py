@@ -35,6 +35,13 @@ class ParamDecl(_Model):
     type: str | None = Field(None, description="bool, i8, i16, i32, u32, f32 or f64 (default: from the default value)")
     default: Scalar = Field(description="Default value, overridable at run time (static: at build time).")
     static: bool = Field(False, description="Compile-time constant: may size arrays and bound loops.")
+    values: list[Scalar] | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="The values a runtime param is meant to take; `envc verify` runs episodes with each of them.",
+        examples=[[0, 1, 2, 3]],
+    )
     doc: str = ""
 
 

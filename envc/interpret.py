@@ -10,6 +10,7 @@ The edge values of casts, f32 `//` and `%` and reductions are defined in docs/sp
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -934,6 +935,18 @@ class State:
     data: dict[str, list[Any]] = field(repr=False)
 
 
+def _runtime_params(spec: ir.SpecIR, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The runtime params: the defaults, with `params` (typed as declared) over them."""
+    out = {p.name: _typed(p.ty, p.default) for p in spec.params if not p.static}
+    unknown = set(params or {}) - set(out)
+    if unknown:
+        raise KeyError(f"unknown runtime params {sorted(unknown)}; runtime params are {sorted(out)}")
+    for k, v in (params or {}).items():
+        ty = next(p.ty for p in spec.params if p.name == k)
+        out[k] = wrapper(ty.dtype)(v)
+    return out
+
+
 class ReferenceEnv:
     """The reference interpreter of a spec with the envc runtime API (init/step/state_to_dict/...)."""
 
@@ -947,13 +960,7 @@ class ReferenceEnv:
         arms: set[tuple[Span, Any]] | None = None,
     ):
         self.spec = spec
-        self.params = {p.name: _typed(p.ty, p.default) for p in spec.params if not p.static}
-        unknown = set(params or {}) - set(self.params)
-        if unknown:
-            raise KeyError(f"unknown runtime params {sorted(unknown)}; runtime params are {sorted(self.params)}")
-        for k, v in (params or {}).items():
-            ty = next(p.ty for p in spec.params if p.name == k)
-            self.params[k] = wrapper(ty.dtype)(v)
+        self.params = _runtime_params(spec, params)
         self.num_players = spec.players
         self.num_actions = spec.num_actions
         c = Compiler(spec, strict)
@@ -1041,6 +1048,12 @@ class ReferenceEnv:
         )
 
     # ---- API ---------------------------------------------------------------
+    def with_params(self, params: Mapping[str, Any]) -> ReferenceEnv:
+        """The same compiled interpreter with other runtime params."""
+        other = copy.copy(self)
+        other.params = _runtime_params(self.spec, params)
+        return other
+
     def init(self, key: Any) -> State:
         """A fresh episode: field inits, then the reset body keyed by `key`."""
         data = {f.name: [_typed(f.ty, v) for v in f.init] for f in self.spec.fields}

@@ -392,6 +392,7 @@ class ParamInfo(_Node):
     default: Union[bool, int, float]
     static: bool
     doc: str = ""
+    values: Union[tuple[Union[bool, int, float], ...], None] = None  # the declared domain (verify sweeps it)
 
 
 class ConstInfo(_Node):

@@ -491,8 +491,8 @@ def level3(
 
     `cases` and `failed` count episodes; each failing episode reports its first divergence.
     """
-    ref = ReferenceEnv(spec)
-    twin_ref = ReferenceEnv(spec, strict=False)  # a nudged state may trip a strict check the run never meets
+    settings = param_sweep(spec, env, episodes, seed)
+    refs: dict[tuple[tuple[str, Any], ...], tuple[ReferenceEnv, ReferenceEnv, Any]] = {}
     wrote = writers(spec)
     floats = [f.name for f in spec.fields if f.ty.dtype.is_float]
     gen = np.random.default_rng(seed + 2)
@@ -508,11 +508,18 @@ def level3(
     ref_lengths: list[int] = []
     for e in range(episodes):
         key, k = rng.split(key)
+        setting = settings[e]
+        if setting not in refs:  # a nudged state may trip a strict check the run never meets: twins are loose
+            p = dict(setting)
+            backend = env.with_params(p) if p else env
+            refs[setting] = (ReferenceEnv(spec, p), ReferenceEnv(spec, p, strict=False), backend)
+        ref, twin_ref, env = refs[setting]
         ep = _record(ref, k, gen, max_steps)
         n = len(ep.actions)
         steps += n
-        ref_returns.append(_return(ep.states))
-        ref_lengths.append(n)
+        if not setting:  # the statistical check compares episodes under the default params
+            ref_returns.append(_return(ep.states))
+            ref_lengths.append(n)
         lock.cases += 1
         free.cases += 1
         m = diff(spec, ep.states[0], env.state_to_dict(env.init(k)), f"episode {e} init", wrote)
@@ -542,7 +549,9 @@ def level3(
             free.fail(m)
             continue
 
-        def twin_step(d: Mapping[str, np.ndarray], t: int, ep: _Episode = ep) -> dict[str, np.ndarray]:
+        def twin_step(
+            d: Mapping[str, np.ndarray], t: int, ep: _Episode = ep, twin_ref: ReferenceEnv = twin_ref
+        ) -> dict[str, np.ndarray]:
             return twin_ref.state_to_dict(twin_ref.step(twin_ref.state_from_dict(d), ep.actions[t], ep.keys[t]))
 
         parted_at.append(at)
@@ -553,7 +562,10 @@ def level3(
             horizons.append(min(hs))
         else:
             first.append(f"{m}; none of the reference's {twins} noise twins parts from it by then")
-    lock.name = f"lockstep: {episodes} episodes, {steps} steps, each from the reference's state"
+    env = refs[()][2] if () in refs else env
+    swept = sum(1 for st in settings if st)
+    under = f" ({swept} of them under other declared param values)" if swept else ""
+    lock.name = f"lockstep: {episodes} episodes{under}, {steps} steps, each from the reference's state"
     test = parting_rank_test(ranks, twins, alpha)
     if floats and not test.passed:
         for msg in first:
@@ -587,7 +599,7 @@ def level3(
         )
     out = [lock, free]
     if floats and episodes:
-        returns, lengths = _backend_sample(env, episodes, seed, max_steps)
+        returns, lengths = _backend_sample(env, len(ref_returns), seed, max_steps)
         for quantity, a, b in (("episode return", ref_returns, returns), ("episode length", ref_lengths, lengths)):
             c = compare_samples(quantity, a, b, alpha)
             check = Check("L3", f"statistical: {c.describe()}", cases=c.n_a + c.n_b, unit="episodes")
@@ -602,6 +614,22 @@ def level3(
             if not c.passed:
                 check.fail(f"{quantity}: the backend's distribution differs from the reference's: {c.describe()}")
             out.append(check)
+    return out
+
+
+def param_sweep(spec: ir.SpecIR, env: Any, episodes: int, seed: int) -> list[tuple[tuple[str, Any], ...]]:
+    """Per L3 episode, the runtime params it runs with: the defaults in even episodes, and in odd ones each param
+    that declares `values` drawn from them (an empty tuple means the defaults). Backends without `with_params`
+    (an `--against` target) keep the defaults."""
+    domains = [(p.name, p.values) for p in spec.params if p.values and not p.static]
+    if not domains or not hasattr(env, "with_params"):
+        return [()] * episodes
+    gen = np.random.default_rng([seed, 7])  # its own stream: the episodes' actions stay as they were
+    out: list[tuple[tuple[str, Any], ...]] = []
+    for e in range(episodes):
+        picks = tuple((name, vals[int(gen.integers(len(vals)))]) for name, vals in domains)
+        default = all(v == next(p.default for p in spec.params if p.name == n) for n, v in picks)
+        out.append(() if e % 2 == 0 or default else picks)
     return out
 
 
@@ -896,6 +924,42 @@ def _around(c: float, f: ir.FieldInfo, k: int = 1) -> list[float]:
                   if np.isfinite(v) and lo <= v <= hi and (v == 0.0 or abs(v) >= tiny))
 
 
+def _land(
+    spec: ir.SpecIR,
+    ref: ReferenceEnv,
+    d: dict[str, np.ndarray],
+    name: str,
+    at: tuple[int, ...],
+    act: Any,
+    key: rng.Key,
+    c: float,
+    moved: float,
+    tries: int = 6,
+) -> float:
+    """A value of the float element `name[at]` before the step (`act`, `key`) that the step takes to `c` or
+    next to it (`c` itself went to `moved`): secant iterations, since the step moves the element by a smooth
+    amount that depends on it (`position += velocity` where the velocity depends on the position). `d` is
+    left with the last value tried."""
+    t = np.float64 if next(f for f in spec.fields if f.name == name).ty.dtype is ir.DType.F64 else np.float32
+    v0, g0 = c, moved
+    v1 = float(t(c - (moved - c)))
+    for _ in range(tries):
+        d[name][at] = v1
+        try:
+            g1 = float(ref.state_to_dict(ref.step(ref.state_from_dict(d), act, key))[name][at])
+        except SpecRuntimeError:
+            break
+        if not np.isfinite(g1) or g1 == c or g1 == g0:
+            break
+        slope = (g1 - g0) / (v1 - v0) if v1 != v0 else 1.0
+        if not 0.01 <= abs(slope) <= 100.0:
+            break
+        v0, g0, v1 = v1, g1, float(t(v1 - (g1 - c) / slope))
+        if v1 == v0:
+            break
+    return v1
+
+
 def level2_contract(
     spec: ir.SpecIR,
     env: Any,
@@ -987,14 +1051,22 @@ def level2_contract(
                 d[name][at] = v
                 same_invariants(d, f"{element_name(name, at)} = {v!r}")
     j = ties = 0  # ties: cases whose outcome differs only through last-bit float differences (not scored)
-    for (name, at), consts in sorted(boundaries(spec).items()):
-        f = info.get(name)
-        if f is None or f.ty.dtype is ir.DType.BOOL or f.ty.enum is not None:
-            continue
-        for c in sorted(consts):
-            for _ in range(4):
+    bounds = {
+        k2: sorted(v)
+        for k2, v in sorted(boundaries(spec).items())
+        if k2[0] in info and info[k2[0]].ty.dtype is not ir.DType.BOOL and info[k2[0]].ty.enum is None
+    }
+    for (name, at), compared in bounds.items():
+        f = info[name]
+        for c in compared:
+            for r in range(6):
                 j += 1
                 d = {k2: np.array(x, copy=True) for k2, x in injected(j).items()}
+                if r >= 4:  # a corner: every other compared element at one of its constants too (`x >= goal and
+                    # v >= 0` is decided by v only where x is at or past the goal)
+                    for (n2, at2), cs in bounds.items():
+                        if (n2, at2) != (name, at):
+                            d[n2][at2] = cs[(j // 2) % len(cs)]
                 d[name][at] = c
                 try:
                     r0 = ref.state_from_dict(d)
@@ -1011,7 +1083,8 @@ def level2_contract(
                 # at c +- 1 if it moves it by about as much from there (`x + tau * x_dot` against a threshold)
                 values = _around(c, f)
                 if np.isfinite(moved) and moved != c:
-                    values += _around(c - (moved - c), f, 2)
+                    values += _around(_land(spec, ref, d, name, at, act, k, c, moved) if f.ty.dtype.is_float
+                                      else c - (moved - c), f, 2)
                 for v in dict.fromkeys(values):
                     d[name][at] = v
                     try:

@@ -181,3 +181,51 @@ def test_rust_schema_builds_with_overflowing_mutants_and_open_ranges(tmp_path: P
     assert ok.returncode == 0 and ok.stdout.strip() == "13"
     bad = subprocess.run([str(tmp_path / "m"), str(arith)], capture_output=True, text=True)
     assert bad.returncode != 0  # the mutant panics when it runs (a slice out of range): the suite sees a failure
+
+
+RESETS = """\
+name: resets
+players: 1
+state:
+  a: {type: f32, init: 0.0}
+  b: {type: f32, init: 1.0}
+  c: {type: i32, init: 0}
+  u: f32
+  v: f32
+actions:
+  go: {effect: "c += 1"}
+reset: |
+  c += 1
+  u = uniform(0.0, 1.0)
+  v = uniform(-1.0, 1.0)
+  a = 0.0
+  b = 2.0
+  c = 0
+terminated: "c > 3"
+observation:
+  fields: {o: f32}
+  body: "o = a + b + u + v"
+"""
+
+
+def test_rust_equivalents_proven_from_the_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two shapes are proven equivalent without running: the draw buffer's zeros (overwritten by the loop after
+    them) and a reset write of the declared init with nothing writing the field before; nothing else is."""
+    import envc.lower_rust as lower
+    from envc.mutate.rust import RustProgram
+
+    (tmp_path / "resets.yaml").write_text(RESETS)
+    spec = envc.load(str(tmp_path / "resets.yaml"))
+    monkeypatch.setattr(lower, "rustfmt", lambda s: s)
+    src = lower.render(spec, RESETS, "envc_resets_rs", runtime_path="RUNTIME")["src/env.rs"]
+    _, sites, _ = schema(src, {})
+    prog = object.__new__(RustProgram)
+    prog.spec, prog._lines = spec, src.split("\n")
+    proven = {(s.op, s.before): prog.same_tree(s) for s in sites if s.function == "reset_body"}
+    assert proven[("stmt_drop", "st.a = 0.0f32;")] is not None  # a's init is 0.0
+    assert proven[("stmt_drop", "st.b = 2.0f32;")] is None  # b's init is 1.0
+    assert proven[("stmt_drop", "st.c = 0i32;")] is None  # `c += 1` wrote it before
+    zeros = [why for (op, before), why in proven.items() if op == "constant" and before.startswith("0u32")]
+    assert zeros and all(w is not None and "written by the loop" in w for w in zeros)
+    others = [k for k, why in proven.items() if why is not None and k[0] not in ("stmt_drop", "constant")]
+    assert not others

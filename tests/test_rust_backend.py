@@ -341,6 +341,13 @@ def test_runtime_params_override_like_the_reference(rust_cache: Path) -> None:
     assert np.allclose(ref.state_to_dict(r)["observation"], env.state_to_dict(b)["observation"], rtol=1e-5)
     with pytest.raises(KeyError, match="unknown runtime param"):
         rust(path, rust_cache, {"gravityy": 1.0})
+    # with_params (what verify's param sweep uses) is the same as building with those params
+    again = rust(path, rust_cache).with_params({"gravity": 20.0, "max_steps": 7})
+    c = again.init(k)
+    for _ in range(8):
+        c = again.step(c, 1, k)
+    assert np.array_equal(env.state_to_dict(b)["observation"], again.state_to_dict(c)["observation"])
+    assert bool(c.truncated) and c.step_count == 7
 
 
 def test_vector_env_equals_gymnasium_sync_vector_env(rust_cache: Path) -> None:

@@ -250,7 +250,14 @@ class Checker:
             vals = self.values(decl.default, ty, keys)
             if vals is None:
                 continue
-            self.params.append(ir.ParamInfo(name=name, ty=ty, default=vals[0], static=decl.static, doc=decl.doc))
+            domain = None
+            if decl.values is not None:
+                if decl.static:
+                    msg = "a static param is fixed at build time: `values` is for runtime params"
+                    self.diags.error(self.at(*keys, "values"), "E012", msg)
+                domain = self.values(decl.values, Ty(dtype=ty.dtype, shape=(len(decl.values),)), keys + ("values",))
+            p_info = ir.ParamInfo(name=name, ty=ty, default=vals[0], static=decl.static, doc=decl.doc, values=domain)
+            self.params.append(p_info)
             sym: Symbol = ConstSym(name, ty, vals[0], decl.doc) if decl.static else ParamSym(name, ty, decl.doc)
             self.define(name, sym, keys, "param")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import importlib
@@ -81,6 +82,12 @@ class JaxEnv:
         self._observe = jax.jit(self.env.observe)
         self._inject = jax.jit(self.env.inject)
         self._invariants = jax.jit(self.env.invariants)
+
+    def with_params(self, params: dict[str, Any]) -> JaxEnv:
+        """The same compiled env with other runtime params (jit arguments: nothing is traced again)."""
+        other = copy.copy(self)
+        other.params = self.env.typed_params(self.env.default_params.replace(**params))
+        return other
 
     @staticmethod
     def _key(key: Any) -> Any:

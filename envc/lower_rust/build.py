@@ -7,6 +7,7 @@ and one vendored copy of the runtime per runtime version, so it compiles once to
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import functools
 import hashlib
@@ -192,6 +193,13 @@ class RustEnv:
         self.params = self.env.params
         self.num_players = spec.players
         self.num_actions = spec.num_actions
+
+    def with_params(self, params: Mapping[str, Any]) -> RustEnv:
+        """The same built env with other runtime params."""
+        other = copy.copy(self)
+        other.env = self.module.Env(params)
+        other.params = other.env.params
+        return other
 
     def init(self, key: Any) -> Any:
         """A fresh episode."""

@@ -60,6 +60,25 @@ _INT = re.compile(r"^(\d+)((?:i|u)(?:8|16|32|64|128|size))?$")
 _LANES = re.compile(r"\b(Lanes|LaneRows|ObsRows)\b")
 
 
+_DRAW_BUFFER = re.compile(r"let mut (__draws\d+) = \[0u32; (\d+)\];")
+_RESET_WRITE = re.compile(
+    r"st\.([A-Za-z_][A-Za-z0-9_]*) = ([-+]?[0-9][0-9_.eE+-]*(?:f32|f64|i8|i16|i32|u32)?|true|false);"
+)
+
+
+def _same_literal(lit: str, value: bool | int | float) -> bool:
+    """Whether a Rust literal (`0.0f32`, `-3i32`, `true`) denotes `value`."""
+    if lit in ("true", "false"):
+        return isinstance(value, bool) and (lit == "true") == value
+    num = re.sub(r"(f32|f64|i8|i16|i32|u32)$", "", lit).replace("_", "")
+    try:
+        return not isinstance(value, bool) and float(num) == float(value) and str(num).startswith("-") == (
+            str(value).startswith("-")
+        )
+    except ValueError:
+        return False
+
+
 @dataclass
 class Tok:
     """A token: its text and character offsets in the source."""
@@ -712,7 +731,26 @@ class RustProgram:
         return self._lines[site.line - 1].strip()[:160] if 0 < site.line <= len(self._lines) else ""
 
     def same_tree(self, site: RSite) -> str | None:
-        """Nothing is known equivalent from the code alone."""
+        """Why the mutant is the original program, for two shapes the generator emits that are provably so
+        (the rest is left to the suite): a draw buffer's initial zeros, which the loop right after it overwrites
+        entry by entry before anything reads them; and a reset write of the value the field already holds (the
+        reset starts from the declared inits, and nothing before the write in the reset can change it)."""
+        code = self.code(site)
+        buf = _DRAW_BUFFER.fullmatch(code)
+        if site.op == "constant" and buf is not None:
+            name, n = buf.group(1), buf.group(2)
+            after = [ln.strip() for ln in self._lines[site.line : site.line + 2]]
+            if after[:1] == [f"for i in 0..{n} {{"] and after[1:2] and after[1].startswith(f"{name}[i] = "):
+                return f"proven: every entry of `{name}` is written by the loop after it before it is read"
+        write = _RESET_WRITE.fullmatch(code)
+        if site.op == "stmt_drop" and site.function == "reset_body" and write is not None:
+            fname, lit = write.group(1), write.group(2)
+            f = next((f for f in self.spec.fields if f.name == fname and not f.ty.shape), None)
+            if f is not None and len(f.init) == 1 and _same_literal(lit, f.init[0]):
+                start = next(i for i in range(site.line - 1, -1, -1) if self._lines[i].lstrip().startswith("fn "))
+                before = self._lines[start + 1 : site.line - 1]
+                if not any(re.search(rf"\bst\.{fname}\b|\(st\b|&mut st\b|, st\b", ln) for ln in before):
+                    return f"proven: the reset writes {lit}, the declared init, to `{fname}` before anything else does"
         return None
 
     def activate(self, site: RSite | None) -> Any:
