@@ -358,13 +358,20 @@ def _nesting_problem(text: str) -> tuple[int, int] | None:
             return lineno, 1
         if depth == 0 and "[" not in line and "{" not in line:
             continue
-        quote = ""
+        quote, prev, skip = "", "", False  # prev: the last character outside quotes that is not a space
         for col, ch in enumerate(line, 1):
-            if quote:
-                quote = "" if ch == quote else quote
-            elif ch in "'\"":
-                quote = ch
-            elif ch == "#":
+            if skip:
+                skip = False
+            elif quote:
+                if quote == '"' and ch == "\\":
+                    skip = True  # an escape: the next character does not close the string
+                elif ch == quote and quote == "'" and line[col : col + 1] == "'":
+                    skip = True  # '' is a quote inside a single-quoted string
+                elif ch == quote:
+                    quote, prev = "", ch
+            elif ch in "'\"" and prev in ("", "[", "{", ",", ":", "-", "?"):
+                quote = ch  # a quote opens a string only where a scalar starts (`Professor's` is plain text)
+            elif ch == "#" and (col == 1 or line[col - 2] in " \t"):
                 break
             elif ch in "[{":
                 depth += 1
@@ -372,6 +379,8 @@ def _nesting_problem(text: str) -> tuple[int, int] | None:
                     return lineno, col
             elif ch in "]}":
                 depth = max(0, depth - 1)
+            if not quote and ch not in " \t" and not skip:
+                prev = ch if ch not in "'\"" else prev
     return None
 
 

@@ -187,3 +187,14 @@ def test_numbers_up_to_the_limit_still_work(tmp_path: Path) -> None:
     spec, diags = envc.lint(str(path))
     assert spec is not None, [d.format() for d in diags]
     assert spec.players == 2
+
+
+def test_apostrophes_in_plain_flow_text_do_not_count_as_nesting(tmp_path: Path) -> None:
+    """`Professor's` in a flow row is plain text, not an open quote: 60 such rows (a scraped card list) are not
+    60 unclosed brackets; real nesting past the limit is still refused where it starts."""
+    from envc.load import MAX_DEPTH, _nesting_problem
+
+    row = "  - {{id: {i}, name: Professor's Research {i}, text: 'It''s {{not}} [a] bracket'}}\n"
+    rows = "".join(row.format(i=i) for i in range(60))
+    assert _nesting_problem(f"rows:\n{rows}") is None
+    assert _nesting_problem('a: "\\" [" \nb: ' + "[" * (MAX_DEPTH + 1)) == (2, MAX_DEPTH + 4)
