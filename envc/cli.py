@@ -479,7 +479,13 @@ def scrape(
 def synthesize(
     draft: Annotated[str, typer.Argument(help="Draft spec with a todo section (from envc scrape)")],
     out: Annotated[str, typer.Option("-o", "--out", help="Spec to write (atomically)")],
-    model: Annotated[str, typer.Option(help="Anthropic model id")] = "claude-sonnet-4-6",
+    provider: Annotated[str, typer.Option(help="anthropic (Messages API) or openai (chat completions)")] = "anthropic",
+    base_url: Annotated[
+        str | None, typer.Option(help="Server URL, e.g. a local vLLM/Ollama/llama.cpp (no key needed on 127.0.0.1)")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model id (default: claude-sonnet-4-6, or gpt-5.4 for openai)")
+    ] = None,
     max_cost: Annotated[float, typer.Option(help="Dollar budget for the whole run")] = 10.0,
     max_iterations: Annotated[int, typer.Option(help="Answers per item (1 + repairs)")] = 4,
     max_tokens: Annotated[int, typer.Option(help="Largest answer, in tokens")] = 16_000,
@@ -490,17 +496,26 @@ def synthesize(
     prices: Annotated[str | None, typer.Option(help="Price table (YAML, USD per million tokens)")] = None,
     example: Annotated[list[str] | None, typer.Option(help="Extra example spec for the prompt")] = None,
     report: Annotated[str | None, typer.Option(help="Also write the cost report as YAML")] = None,
+    outline: Annotated[bool, typer.Option(help="First have the model plan the spec (an outline call)")] = True,
+    max_request_tokens: Annotated[
+        int, typer.Option(help="Token budget per request (estimated: characters / 3.5)")
+    ] = 80_000,
+    dry_run: Annotated[bool, typer.Option(help="Print the planned requests and their size; send nothing")] = False,
+    dump_requests: Annotated[
+        str | None, typer.Option(help="With --dry-run: write each request body as JSON into this folder")
+    ] = None,
 ) -> None:
     """Turn a draft's rule text into spec code with an LLM, checked by lint + L1 and repaired from diagnostics."""
     from envc.synthesize.cli import run as run_synthesize
     from envc.synthesize.loop import Config
 
     config = Config(
-        model=model, max_cost=max_cost, max_iterations=max_iterations, max_tokens=max_tokens,
+        max_cost=max_cost, max_iterations=max_iterations, max_tokens=max_tokens,
         only=tuple(only or ()), episodes=episodes, max_steps=max_steps, seed=seed, prices=prices,
-        examples=tuple(example or ()),
+        examples=tuple(example or ()), provider=provider, base_url=base_url, model=model or "", outline=outline,
+        max_request_tokens=max_request_tokens,
     )  # fmt: skip
-    raise typer.Exit(run_synthesize(draft, out, config, report))
+    raise typer.Exit(run_synthesize(draft, out, config, report, dry_run, dump_requests))
 
 
 @app.command()

@@ -1,6 +1,7 @@
 """envc synthesize: the real anthropic SDK talks to a loopback HTTP server that replays recorded Messages API
-responses (tests/fixtures/llm/ember_league, the first `attack` answer has a type error, the second repairs it);
-the real loop merges, lints, runs L1 and sends the located diagnostics back."""
+responses (tests/fixtures/llm/ember_league, hand-written: see its README; the outline comes first, the first
+`attack` answer has a type error, the second repairs it); the real loop merges, lints, runs L1 and sends the
+located diagnostics back."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import envc
 from envc.cli import app
 from envc.scrapers import scrape
 from envc.synthesize import Item, merge, parse_answer
+from envc.synthesize.chunks import repeated, sections_of
 from envc.synthesize.llm import Prices, Usage, load_prices
 from envc.synthesize.prompts import reference
 from envc.verify import level1
@@ -76,7 +78,7 @@ def _expected_cost(names: list[str]) -> float:
 
 ITEMS = [
     "game", "play_creature_bench", "attach_energy_card", "attack", "end_turn", "knock_outs", "special_conditions",
-    "effect_heal_20_damage_creature", "effect_draw_card", "effect_flip_coin_heads_attack_20_more",
+    "effect_heal_damage_creature", "effect_draw_card", "effect_flip_coin_heads_attack_more_damage",
     "effect_flip_coin_heads_defending_creature_paralyzed", "effect_defending_creature_poisoned",
 ]  # fmt: skip
 
@@ -96,16 +98,33 @@ def test_replayed_synthesis_turns_the_draft_into_a_spec_that_passes_l1(api: Any,
     checks = level1(spec, env, episodes=8, seed=3, max_steps=300)
     assert [(c.name, c.failures) for c in checks if not c.passed] == []
     assert all(c.cases > 0 for c in checks)
-    assert [p.name for p in out.parent.iterdir()] == ["ember.yaml"]  # written atomically, no temp file left
+    # written atomically, no temp file left; the outline is saved next to the spec
+    assert sorted(p.name for p in out.parent.iterdir()) == ["ember.outline.yaml", "ember.yaml"]
+    assert yaml.safe_load((out.parent / "ember.outline.yaml").read_text())["game"] == {
+        "sections": ["s1", "s2", "s3", "s4", "s5", "s6"]
+    }
     doc = yaml.safe_load(out.read_text())
     assert "todo" not in doc and "draft_pass" not in doc["actions"] and "draft_turn" not in doc["state"]
     assert [r["name"] for r in doc["rules"]] == ["special_conditions", "knock_outs", "next_turn"]
     assert "dmg = dmg * 2\n" in doc["actions"]["attack"]["effect"]
+    # effect templates: the heal amount is a per-card argument that the draft's apply_effect passes on
+    assert doc["procedures"]["effect_heal_damage_creature"]["params"] == {"pl": "i32", "damage": "i32"}
+    heal = "effect_heal_damage_creature(pl, i32(cards[c].text_args[slot, 0]))"
+    assert heal in doc["procedures"]["apply_effect"]["body"]
 
-    # one request per answer: the type error in the first `attack` answer cost one repair
+    # one request per answer: the outline, then the items; the type error in the first `attack` answer cost one
+    # repair
     requests = server.requests
-    names = [r["body"]["messages"][0]["content"][1]["text"].split("`")[1] for r in requests]
-    assert names == ITEMS[:4] + ["attack"] + ITEMS[4:]
+    names = [replay_server.request_key(r["body"]["messages"])[0] for r in requests]
+    assert names == ["outline", *ITEMS[:4], "attack", *ITEMS[4:]]
+    outline = requests[0]["body"]["messages"][0]["content"]
+    assert len(outline) == 1 and "Plan the spec of `ember_league_tcg`" in outline[0]["text"]
+    assert "Knocked Out: it goes to its owner's discard pile" in outline[0]["text"]  # every rule section
+    assert "rows: <10 rows, not shown>" in outline[0]["text"] and "Cindercub, supertype" not in outline[0]["text"]
+    doc_draft = yaml.safe_load(draft.read_text())
+    sections = sections_of([Item(t["name"], t["target"], t["source"], t["text"]) for t in doc_draft["todo"]],
+                           doc_draft["tables"])  # fmt: skip
+    item_requests = requests[1:]
     for r in requests:
         assert r["path"] == "/v1/messages" and r["headers"]["authorization"] == "Bearer sk-ant-test-key"
         assert r["headers"]["anthropic-version"] and r["headers"]["user-agent"].startswith("Anthropic/Python 2.")
@@ -117,27 +136,35 @@ def test_replayed_synthesis_turns_the_draft_into_a_spec_that_passes_l1(api: Any,
         assert "<language_reference>" in system["text"] and "## 12. Zones" in system["text"]
         assert "## 21. Command line" not in system["text"]
         assert '<example path="tcg_mechanics.yaml">' in system["text"]
-        source = body["messages"][0]["content"][0]
-        assert source["cache_control"] == {"type": "ephemeral"}
-        assert '<source item="special_conditions" target="rules.special_conditions"' in source["text"]
-        assert "Knocked Out: it goes to its owner's discard pile" in source["text"]
+        assert body["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
         assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+        # no rule section and no table's rows twice in one request
+        texts = [b["text"] for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+        assert repeated(texts, sections, doc_draft["tables"]) == []
         marks = [
             b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"] if "cache_control" in b
         ]
         assert len(marks) + 1 <= 4
-    # every request shares the same cached prefix byte for byte
+    # every request shares the same cached system prompt byte for byte, every item request the tables block
     assert len({json.dumps(r["body"]["system"]) for r in requests}) == 1
-    assert len({r["body"]["messages"][0]["content"][0]["text"] for r in requests}) == 1
+    (tables,) = {r["body"]["messages"][0]["content"][0]["text"] for r in item_requests}
+    assert "name: Cindercub" in tables and "removed: 'at the end of its owner''s next turn'" in tables
+    assert "## " not in tables
+    # each item request carries only its own sections: the knock-out rules reach the knock_outs item only
+    knock_out = "Knocked Out: it goes to its owner's discard pile"
+    assert [n for n, r in zip(names[1:], item_requests, strict=True)
+            if knock_out in r["body"]["messages"][0]["content"][1]["text"]] == ["knock_outs"]  # fmt: skip
+    assert "Each player draws 5 cards" in item_requests[0]["body"]["messages"][0]["content"][1]["text"]
 
-    first_attack = requests[3]["body"]["messages"]
+    first_attack = requests[4]["body"]["messages"]
     item_prompt = first_attack[0]["content"][1]["text"]
     assert "Formalize the todo item `attack` (target: `actions.attack`)" in item_prompt
     assert "Write `actions.attack`: `params`" in item_prompt  # the interface contract
     assert "Choose one of your Active Creature's attacks" in item_prompt  # the source text
     assert "every invariant in `invariants` holds" in item_prompt  # the tests it must pass
-    assert "rows: <10 rows, as in the draft>" in item_prompt and "playing()" in item_prompt  # the current spec
-    repair = requests[4]["body"]["messages"]
+    assert "rows: <10 rows, in the tables block>" in item_prompt and "playing()" in item_prompt  # the current spec
+    assert '<section id="s3" title="Card types"' in item_prompt  # the outline gave attack the energy-cost rules
+    repair = requests[5]["body"]["messages"]
     assert [m["role"] for m in repair] == ["user", "assistant", "user"]
     assert "dmg = dmg * 2.0" in repair[1]["content"]
     feedback = repair[2]["content"][0]["text"]
@@ -150,15 +177,16 @@ def test_replayed_synthesis_turns_the_draft_into_a_spec_that_passes_l1(api: Any,
     # the cost report: iterations, tokens, cost from the usage fields and the price table, status
     rep = yaml.safe_load(report.read_text())
     by_name = {i["name"]: i for i in rep["items"]}
-    assert [i["name"] for i in rep["items"]] == ITEMS
+    assert [i["name"] for i in rep["items"]] == ["outline", *ITEMS]
     assert all(i["status"] == "passed" for i in rep["items"])
+    assert rep["outline"] == str(out.parent / "ember.outline.yaml")
     assert by_name["attack"]["iterations"] == 2 and by_name["game"]["iterations"] == 1
     recorded = json.loads((REPLIES / "game.json").read_text())["usage"]
     assert by_name["game"]["cache_write_tokens"] == recorded["cache_creation_input_tokens"]
     assert by_name["game"]["output_tokens"] == recorded["output_tokens"]
-    want = _expected_cost([*ITEMS[:4], "attack.2", *ITEMS[4:]])
+    want = _expected_cost(["outline", *ITEMS[:4], "attack.2", *ITEMS[4:]])
     assert rep["cost_usd"] == pytest.approx(want, abs=1e-5)
-    assert f"{want:.4f}" in res.output and "12/12 passed" in res.output
+    assert f"{want:.4f}" in res.output and "13/13 passed" in res.output
 
 
 def test_without_an_api_key_synthesize_says_what_it_needs(
@@ -194,14 +222,14 @@ def test_overloaded_api_is_retried_by_the_sdk(api: Any, draft: Path, tmp_path: P
     handler.failures.append((529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
     res = _synthesize(draft, tmp_path / "spec.yaml", "--only", "game")
     assert res.exit_code == 0, res.output
-    assert len(server.requests) == 2  # the 529, then the replayed answer
+    assert len(server.requests) == 3  # the 529, then the replayed outline and game
 
 
 def test_dollar_budget_stops_before_the_next_call(api: Any, draft: Path, tmp_path: Path) -> None:
     server, _ = api
     out = tmp_path / "spec.yaml"
     game = _expected_cost(["game"])
-    res = _synthesize(draft, out, "--max-cost", f"{game * 1.5:.4f}")
+    res = _synthesize(draft, out, "--max-cost", f"{game * 1.5:.4f}", "--no-outline")
     assert res.exit_code == 1
     assert len(server.requests) == 1  # a second call could cost as much as the first: over the budget
     spec, diags = envc.lint(str(out))  # what passed is kept; the rest is still todo (W001)
@@ -212,7 +240,7 @@ def test_dollar_budget_stops_before_the_next_call(api: Any, draft: Path, tmp_pat
 def test_iteration_budget_leaves_the_item_todo(api: Any, draft: Path, tmp_path: Path) -> None:
     server, _ = api
     out = tmp_path / "spec.yaml"
-    res = _synthesize(draft, out, "--only", "game", "--only", "attack", "--max-iterations", "1")
+    res = _synthesize(draft, out, "--only", "game", "--only", "attack", "--max-iterations", "1", "--no-outline")
     assert res.exit_code == 1
     assert len(server.requests) == 2
     assert "E040" in res.output  # why attack failed, in the report
@@ -265,7 +293,7 @@ def test_merge_keeps_each_item_to_its_contract() -> None:
         and [t["name"] for t in merged["todo"]] == ["attack", "effect_x"]
     )
     assert merged["actions"]["draft_pass"] == {
-        "doc": "placeholder that keeps the game playable until the last action item is formalized"
+        "doc": "placeholder that keeps the game playable until the last action or rule item is formalized"
     }
     _, problems = merge(merged, attack, {"actions": {"attack": {}, "other": {}}}, pending[1:])
     assert problems == ["write `actions` as a mapping with exactly one entry, `attack` (a mapping)"]
@@ -282,6 +310,7 @@ def test_merge_keeps_each_item_to_its_contract() -> None:
 def test_prices_and_reference_are_shipped() -> None:
     prices = load_prices()
     assert prices["claude-sonnet-4-6"] == Prices(3.0, 15.0, 3.75, 0.30)
+    assert prices["gpt-4.1"] == Prices(2.0, 8.0, 2.0, 0.50)
     assert Usage(1_000_000, 100_000, 2_000_000, 10_000).cost(prices["claude-sonnet-4-6"]) == pytest.approx(
         3.0 + 1.5 + 0.6 + 0.0375
     )
@@ -292,14 +321,16 @@ def test_prices_and_reference_are_shipped() -> None:
 def test_draft_scraped_from_files_is_the_draft_the_fixtures_answer() -> None:
     todo = [t.name for t in scrape([str(PAGES / "rules.html"), str(PAGES / "cards.html")], from_files=True).todo]
     assert todo == ITEMS
-    assert sorted(p.stem.split(".")[0] for p in REPLIES.glob("*.json")) == sorted([*ITEMS, "attack"])
+    assert sorted(p.stem.split(".")[0] for p in REPLIES.glob("*.json")) == sorted([*ITEMS, "attack", "outline"])
+    for p in REPLIES.glob("*.json"):  # recorded answers say they were written by hand
+        assert json.loads(p.read_text())["_fixture"]["hand_written"] is True
 
 
 @pytest.mark.parametrize(
     ("args", "edit", "message"),
     [
         (["--only", "nope"], None, "--only nope: no such todo item"),
-        (["--model", "claude-unknown-1"], None, "no price for model 'claude-unknown-1'"),
+        (["--max-request-tokens", "10"], None, "--max-request-tokens must be at least 1000"),
         (["--max-iterations", "0"], None, "--max-iterations must be at least 1, got 0"),
         (["--max-cost", "0"], None, "--max-cost must be more than 0"),
         ([], ("state:\n  draft_turn:", "state:\n  draft turn:"), "does not lint"),

@@ -182,6 +182,11 @@ def section_path(text: str, line: int) -> str:
 
 
 def _last_line(node: Any) -> int:
+    """The 1-based last line of a node (a block collection ends with its last child, not at the next key)."""
+    if isinstance(node, yaml.MappingNode) and node.value:
+        return _last_line(node.value[-1][1])
+    if isinstance(node, yaml.SequenceNode) and node.value:
+        return _last_line(node.value[-1])
     end = node.end_mark
     return int(end.line + (1 if end.column > 0 else 0))
 

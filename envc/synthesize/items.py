@@ -21,7 +21,7 @@ ORDER = [
 ]  # fmt: skip
 NAMED = ("params", "types", "constants", "state", "functions", "procedures", "invariants")
 WHOLE = ("doc", "reset", "reward", "terminated", "truncated", "illegal_action_penalty", "observation")
-PASS_DOC = "placeholder that keeps the game playable until the last action item is formalized"
+PASS_DOC = "placeholder that keeps the game playable until the last action or rule item is formalized"
 KINDS = {"module": "module", "actions": "action", "rules": "rule", "procedures": "procedure", "functions": "function"}
 
 
@@ -90,14 +90,15 @@ def contract(item: Item, spec: dict[str, Any], pending: list[Item]) -> str:
             "You write the game itself: sections `state` and `observation` (required), and as needed `types`,",
             "`constants`, `params`, `functions`, `procedures`, `reset`, `actions`, `rules`, `reward`,",
             "`terminated`, `truncated`, `invariants`. Your `state` and `observation` replace the draft's",
-            f"placeholders `{DRAFT_FIELD}` and `{DRAFT_OBS}`.",
+            f"placeholders `{DRAFT_FIELD}` and `{DRAFT_OBS}`; state fields already in the current spec (planned by",
+            "the outline) are kept as they are unless your `state` declares them again.",
             "The tables and the enums declared by the draft are data from the pages: use them, do not redeclare them.",
             "Keep every state change consistent with the rules text, and give the game invariants that",
             "the tests can check (for example: cards are conserved, counts stay in range).",
-            "Games must end (a turn limit in `truncated` is fine). Once every action is formalized, at least one",
-            "action must be legal in every state that is not terminated or truncated. Until then the placeholder",
+            "Games must end (a turn limit in `truncated` is fine). Once every action and rule is formalized, at least",
+            "one action must be legal in every state that is not terminated or truncated. Until then the placeholder",
             f"`{DRAFT_ACTION}` (which does nothing) stays legal so the game can be played; it is removed with the",
-            "last action item.",
+            "last action or rule item (a rule such as the end of the game may be what keeps moves available).",
         ]
         if stubs["actions"]:
             lines.append(
@@ -151,8 +152,13 @@ def _signatures(spec: dict[str, Any], section: str, names: list[str]) -> str:
     return "\n".join(out)
 
 
-def merge(spec: dict[str, Any], item: Item, answer: Any, pending: list[Item]) -> tuple[dict[str, Any], list[str]]:
-    """The spec with the answer merged in, or the contract violations (messages about the answer)."""
+def merge(
+    spec: dict[str, Any], item: Item, answer: Any, pending: list[Item], planned: dict[str, set[str]] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The spec with the answer merged in, or the contract violations (messages about the answer).
+
+    `planned`: names the outline added (types, constants, state); the module item may redeclare them.
+    """
     problems: list[str] = []
     if not isinstance(answer, dict) or not answer:
         return spec, ["the answer must be a YAML mapping of spec sections (e.g. `actions:`), not empty"]
@@ -166,14 +172,14 @@ def merge(spec: dict[str, Any], item: Item, answer: Any, pending: list[Item]) ->
     if problems:
         return spec, problems
     if item.kind == "module":
-        given = {k: set(spec.get(k) or {}) for k in NAMED if k != "state"}
+        given = {k: set(spec.get(k) or {}) - (planned or {}).get(k, set()) for k in NAMED if k != "state"}
         problems += _merge_module(out, answer, given, stubs)
     else:
         problems += _merge_element(out, item, answer, spec)
     if problems:
         return spec, problems
-    if item.kind == "action" and not stubs["actions"]:
-        (out.get("actions") or {}).pop(DRAFT_ACTION, None)  # the last action item: the game must play on its own
+    if item.kind in ("action", "rule") and not stubs["actions"] and not stubs["rules"]:
+        (out.get("actions") or {}).pop(DRAFT_ACTION, None)  # the last action/rule item: the game plays on its own
     out["todo"] = [e for e in out.get("todo") or [] if not (isinstance(e, dict) and e.get("name") == item.name)]
     if not out["todo"]:
         del out["todo"]
@@ -188,7 +194,9 @@ def _merge_module(
         if not isinstance(answer.get(key), dict):
             problems.append(f"the `{key}` section is required (a mapping)")
     for key, value in answer.items():
-        if key in WHOLE or key == "state":
+        if key == "state" and isinstance(value, dict):  # the outline's fields stay unless redeclared
+            out[key] = {**{k: v for k, v in (out.get(key) or {}).items() if k != DRAFT_FIELD}, **value}
+        elif key in WHOLE or key == "state":
             out[key] = value
         elif key in NAMED:
             if not isinstance(value, dict):
@@ -216,7 +224,7 @@ def _merge_module(
             problems += _place_rules(out, value, stubs["rules"])
     if not problems:
         acts = out.get("actions") or {}
-        if stubs["actions"] and DRAFT_ACTION in acts:
+        if (stubs["actions"] or stubs["rules"]) and DRAFT_ACTION in acts:
             acts[DRAFT_ACTION] = {"doc": PASS_DOC}
         else:
             acts.pop(DRAFT_ACTION, None)
@@ -300,14 +308,14 @@ def order(doc: dict[str, Any]) -> dict[str, Any]:
     return {**known, **{k: v for k, v in doc.items() if k not in known}}
 
 
-def elide_rows(doc: dict[str, Any]) -> dict[str, Any]:
-    """A copy with table rows replaced by a note (for prompts; the rows are in the cached draft)."""
+def elide_rows(doc: dict[str, Any], where: str = "in the tables block") -> dict[str, Any]:
+    """A copy without `todo` and with table rows replaced by a note (for prompts; rows are sent once)."""
     out = dict(doc)
     out.pop("todo", None)
     tables = {}
     for name, t in (doc.get("tables") or {}).items():
         if isinstance(t, dict) and isinstance(t.get("rows"), list):
-            t = {**t, "rows": f"<{len(t['rows'])} rows, as in the draft>"}
+            t = {**t, "rows": f"<{len(t['rows'])} rows, {where}>"}
         tables[name] = t
     if tables:
         out["tables"] = tables

@@ -1,5 +1,6 @@
 """Prompts built from jinja2 templates (envc/templates/prompts): a cached prefix shared by every call (the
-role, the language reference, example specs; then the rules text and the draft), and per-item requests."""
+role, the language reference, example specs; then the game's constant tables), the outline request, and
+per-item requests that carry only the rule sections the item needs."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 
 import jinja2
 
+from envc.scrapers.draft import MODULE
 from envc.scrapers.emit import dump
 
+from .chunks import Section, tokens
 from .items import Item, contract, elide_rows
 
 EXAMPLES = ("examples/high_card.yaml", "examples/tcg_mechanics.yaml", "examples/tcg_cards.csv")
@@ -68,19 +71,31 @@ class Prompts:
         text = self.render("system.md.j2", reference=reference(), examples=self.examples)
         return [{"type": "text", "text": text, "cache_control": CACHE}]
 
-    def source(self, name: str, sources: list[str], items: list[Item], module: str, draft: dict[str, Any]) -> str:
-        """Every item's rule text and the draft as scraped (the second cached block)."""
-        shown = {k: v for k, v in draft.items() if k != "todo"}
-        return self.render("source.md.j2", name=name, sources=sources, items=items, module=module, draft=dump(shown))
+    def context(self, name: str, sources: list[str], tables: dict[str, Any], budget: int) -> str:
+        """The block every item request shares: the game and its constant tables with their rows (within
+        `budget` tokens: past it, each table shows its first rows and says how many are left out)."""
+        shown = tables_text(tables, budget)
+        return self.render("context.md.j2", name=name, sources=sources, tables=shown)
+
+    def outline(
+        self, name: str, sources: list[str], sections: list[Section], draft: dict[str, Any], items: list[Item]
+    ) -> str:
+        """The outline request: every rule section, the draft without table rows or todo, the todo items."""
+        return self.render(
+            "outline.md.j2", name=name, sources=sources, sections=sections, draft=dump(elide_rows(draft, "not shown")),
+            items=items, module=MODULE,
+        )  # fmt: skip
 
     def item(
-        self, item: Item, spec: dict[str, Any], pending: list[Item], path: str, episodes: int, max_steps: int
-    ) -> str:
-        """The request for one item."""
+        self, item: Item, sections: list[Section], spec: dict[str, Any], pending: list[Item], path: str,
+        episodes: int, max_steps: int,
+    ) -> str:  # fmt: skip
+        """The request for one item: its rule sections, contract, the current spec and the tests."""
         later = [p.name for p in pending if p.name != item.name]
         return self.render(
             "item.md.j2",
             item=item,
+            sections=sections,
             contract=contract(item, spec, pending),
             current=dump(elide_rows(spec)),
             path=path,
@@ -89,6 +104,36 @@ class Prompts:
             pending=later,
         )
 
-    def repair(self, item: Item, problems: list[Any], attempt: int, max_attempts: int) -> str:
-        """What failed, located, for the next attempt."""
-        return self.render("repair.md.j2", item=item, problems=problems, attempt=attempt, max_attempts=max_attempts)
+    def repair(self, name: str, problems: list[Any], attempt: int, max_attempts: int) -> str:
+        """What failed, located, for the next attempt (`name`: the item, or `outline`)."""
+        return self.render("repair.md.j2", name=name, problems=problems, attempt=attempt, max_attempts=max_attempts)
+
+
+def tables_text(tables: dict[str, Any], budget: int) -> str:
+    """The tables as YAML, all rows if they fit in `budget` tokens, else the same first rows of each table."""
+    if not tables:
+        return ""
+    full = dump({"tables": tables})
+    if tokens(full) <= budget:
+        return full
+    longest = max((len(t["rows"]) for t in tables.values() if isinstance(t, dict) and isinstance(t.get("rows"), list)),
+                  default=0)  # fmt: skip
+    lo, hi = 0, longest
+    while lo < hi:  # the most rows per table that fit
+        mid = (lo + hi + 1) // 2
+        if tokens(_head(tables, mid)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return _head(tables, lo)
+
+
+def _head(tables: dict[str, Any], n: int) -> str:
+    out = {}
+    notes = []
+    for name, t in tables.items():
+        if isinstance(t, dict) and isinstance(t.get("rows"), list) and len(t["rows"]) > n:
+            notes.append(f"# tables.{name}: the first {n} of its {len(t['rows'])} rows are shown")
+            t = {**t, "rows": t["rows"][:n]}
+        out[name] = t
+    return "\n".join(notes) + ("\n" if notes else "") + dump({"tables": out})

@@ -1,0 +1,140 @@
+"""Rule text by section: the sections of a draft's todo items, table rows left to the draft, token estimates,
+and the cut that keeps a request within its token budget.
+
+Token counts are estimates: characters / 3.5, rounded up. Anthropic's tokenizer is not available offline (the
+SDK's count_tokens endpoint is a network call) and OpenAI-compatible servers each have their own; English prose
+runs near 4 characters a token and YAML or code nearer 3, so 3.5 errs on the high side for rule text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .items import Item
+
+CHARS_PER_TOKEN = 3.5
+_HEADING = re.compile(r"^## (.+)$", re.M)
+_SOURCE = re.compile(r"\A\(source: (\S+)\)\n?")
+_TABLE = re.compile(r"^\[table (\w+)\]\n(?:.+\n?)*", re.M)
+
+
+def tokens(text: str) -> int:
+    """Estimated tokens of `text` (characters / 3.5, rounded up)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of rule text: `id` (s1, s2, ... in draft order), its heading, URL, body and todo item."""
+
+    id: str
+    title: str
+    url: str
+    body: str
+    item: str
+    headed: bool = True  # under a `## ` heading of the rules page (False: an item's own text, e.g. a card effect)
+    cut: int = 0  # characters of the body left out to fit a request
+
+    def render(self) -> str:
+        """The section as the model reads it."""
+        note = f"\n[... {self.cut:,} more characters of this section not shown]" if self.cut else ""
+        body = re.sub(r"</(section)", r"&lt;/\1", self.body, flags=re.I)  # page text cannot close the tag
+        return f'<section id="{self.id}" title="{_attr(self.title)}" url="{_attr(self.url)}">\n{body}{note}\n</section>'
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def elide_tables(text: str, tables: dict[str, Any]) -> str:
+    """`[table NAME]` blocks whose rows are a draft table replaced by a pointer to it (rows are sent once)."""
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        t = tables.get(name)
+        if not isinstance(t, dict) or not isinstance(t.get("rows"), list):
+            return m.group(0)
+        end = "\n" if m.group(0).endswith("\n") else ""
+        return f"[table {name}: {len(t['rows'])} rows, in `tables.{name}` of the spec]{end}"
+
+    return _TABLE.sub(sub, text)
+
+
+def sections_of(items: list[Item], tables: dict[str, Any]) -> list[Section]:
+    """Every item's text split at its `## ` headings (text before the first one is a section of its own)."""
+    out: list[Section] = []
+    for item in items:
+        text = item.text.strip()
+        starts = [m.start() for m in _HEADING.finditer(text)]
+        if not starts or starts[0] > 0:
+            starts = [0, *starts]
+        for a, b in zip(starts, [*starts[1:], len(text)], strict=True):
+            chunk = text[a:b].strip()
+            m = _HEADING.match(chunk)
+            title, body = (m.group(1).strip(), chunk[m.end() :].lstrip("\n")) if m else (item.name, chunk)
+            url = item.source
+            s = _SOURCE.match(body)
+            if s:
+                url, body = s.group(1), body[s.end() :].lstrip("\n")
+            body = elide_tables(body, tables).strip()
+            if body or m:
+                out.append(Section(f"s{len(out) + 1}", title, url, body, item.name, m is not None))
+    return out
+
+
+def fit(sections: list[Section], budget: int) -> list[Section]:
+    """The sections within `budget` tokens: short ones whole, the longest cut to one common length.
+
+    Water-filling: the largest cap c with sum(min(len, c)) within the budget; a cut section says how much is
+    left out. With no room at all every body is cut to nothing (the headings stay).
+    """
+    overhead = [len(replace(s, body="", cut=10**9).render()) for s in sections]
+    room = int(budget * CHARS_PER_TOKEN) - sum(overhead)
+    lengths = [len(s.body) for s in sections]
+    if sum(lengths) <= room:
+        return list(sections)
+    cap = _cap(lengths, max(room, 0))
+    return [s if len(s.body) <= cap else replace(s, body=_cut(s.body, cap), cut=len(s.body) - len(_cut(s.body, cap)))
+            for s in sections]  # fmt: skip
+
+
+def _cap(lengths: list[int], room: int) -> int:
+    lo, hi = 0, max(lengths, default=0)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(min(n, mid) for n in lengths) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _cut(body: str, cap: int) -> str:
+    """The body cut to at most `cap` characters, at a line or word boundary when one is near."""
+    if len(body) <= cap:
+        return body
+    head = body[:cap]
+    for sep in ("\n", " "):
+        i = head.rfind(sep)
+        if i >= cap * 0.8:
+            return head[:i].rstrip()
+    return head.rstrip()
+
+
+def repeated(blocks: list[str], sections: list[Section], tables: dict[str, Any]) -> list[str]:
+    """What one request carries twice: a rules-page section in two blocks (or twice in one), or table rows that
+    are both in the tables block and in the rule text. Empty when nothing is repeated. (A card effect's own
+    text is also a cell of its card's row: one sentence, not checked.)"""
+    problems = []
+    joined = "\n".join(blocks)
+    for s in (s for s in sections if s.headed and len(s.body.strip()) >= 40):
+        n = joined.count(s.body.strip())
+        if n > 1:
+            problems.append(f"section {s.id} ({s.title}) is sent {n} times")
+    for name, t in tables.items():
+        if isinstance(t, dict) and joined.count(f"[table {name}]\n") and any("rows:" in b for b in blocks):
+            problems.append(f"the rows of table {name} are in the rule text and in the tables block")
+    return problems
