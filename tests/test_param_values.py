@@ -17,13 +17,13 @@ name: stride
 players: 1
 params:
   k: {type: i32, default: 1, values: [1, 2, 5]}
-  limit: {type: i32, default: 12}
+  limit_2: {type: i32, default: 12}
 state:
   x: i32
 actions:
   go: {effect: "x += k"}
   back: {effect: "x -= 1"}
-terminated: "x >= limit"
+terminated: "x >= limit_2"
 observation:
   fields: {o: i32}
   body: "o = x"
@@ -86,3 +86,9 @@ def test_jax_with_params_steps_like_the_reference(tmp_path: Path) -> None:
         a, b = ref.step(a, 0, (0, 1)), jx.step(b, 0, (0, 1))
     assert int(np.asarray(jx.state_to_dict(b)["x"])) == int(ref.state_to_dict(a)["x"]) == 15
     assert bool(b.terminated)
+    # a spec name the package spells otherwise in Python (`limit_2` is `limit_2_` there) is still accepted
+    short = envc.build(spec, "jax", params={"limit_2": 3})
+    assert bool(short.step(short.init((0, 1)), 0, (0, 1)).terminated) is False
+    assert bool(short.with_params({"limit_2": 1}).step(short.init((0, 1)), 0, (0, 1)).terminated) is True
+    with pytest.raises(KeyError, match="unknown runtime params"):
+        envc.build(spec, "jax", params={"limit": 3})

@@ -16,6 +16,7 @@ import numpy as np
 
 from envc import __version__, ir
 from envc.lower_jax import TEMPLATES, render
+from envc.lower_jax.names import PyNames
 
 
 def cache_dir() -> Path:
@@ -73,8 +74,7 @@ class JaxEnv:
         self.module = module if module is not None else importlib.import_module(compile_to_cache(spec) + ".env")
         self.package = self.module.__name__.rsplit(".", 1)[0]
         self.env = self.module.Env()
-        self.params = self.env.default_params.replace(**(params or {})) if params else self.env.default_params
-        self.params = self.env.typed_params(self.params)  # f64 params as float64 arrays (envc/f64.py)
+        self.params = self.env.typed_params(self._params(params))  # f64 params as float64 arrays (envc/f64.py)
         self.num_players = spec.players
         self.num_actions = spec.num_actions
         self._init = jax.jit(self.env.init)
@@ -83,10 +83,21 @@ class JaxEnv:
         self._inject = jax.jit(self.env.inject)
         self._invariants = jax.jit(self.env.invariants)
 
+    def _params(self, params: dict[str, Any] | None) -> Any:
+        """The package's EnvParams: the defaults with `params` (spec names) over them."""
+        if not params:
+            return self.env.default_params
+        runtime = {p.name for p in self.spec.params if not p.static}
+        unknown = set(params) - runtime
+        if unknown:
+            raise KeyError(f"unknown runtime params {sorted(unknown)}; runtime params are {sorted(runtime)}")
+        py = PyNames(self.spec)  # a spec name may be spelled otherwise in Python (`link_mass_1` -> `link_mass_1_`)
+        return self.env.default_params.replace(**{py.param(k): v for k, v in params.items()})
+
     def with_params(self, params: dict[str, Any]) -> JaxEnv:
         """The same compiled env with other runtime params (jit arguments: nothing is traced again)."""
         other = copy.copy(self)
-        other.params = self.env.typed_params(self.env.default_params.replace(**params))
+        other.params = self.env.typed_params(self._params(params))
         return other
 
     @staticmethod
