@@ -183,6 +183,7 @@ def measure(label: str, folder: str, rules: str, cards: list[str], work: Path) -
         "model": f"{planned.group(2)} {planned.group(3)}",
         "budget": int(planned.group(4).replace(",", "")),
         "over": text.count("(over)"),
+        "outline_parts": len(set(re.findall(r"│ (outline_part\d+) ", proc.stdout))) or int("│ outline " in proc.stdout),
         "largest": largest.group(1),
         "largest_tokens": int(largest.group(2).replace(",", "")),
         "input_tokens": int(largest.group(3).replace(",", "")),
@@ -225,6 +226,7 @@ def page_table(r: Result) -> str:
         d = r.dry
         rows += [
             ("dry-run requests", f"{d['requests']} ({d['model']}, budget {d['budget']:,} tokens each)"),
+            ("outline requests (parts of the rule text)", str(d["outline_parts"])),
             ("largest request", f"`{d['largest']}`, ~{d['largest_tokens']:,} tokens"),
             ("requests over the budget", str(d["over"])),
             ("estimated cost, first attempts",
@@ -237,7 +239,7 @@ def page_table(r: Result) -> str:
 
 def summary(results: list[Result]) -> str:
     head = ("| page | sections | actions / rules / modules | tables (rows) | cards | effect texts -> kinds | notes "
-            "| lint | scrape s | requests (over budget) | largest ~tokens | est. input $ |")  # fmt: skip
+            "| lint | scrape s | requests (outline parts; over budget) | largest ~tokens | est. input $ |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
     for r in results:
         tables = ", ".join(f"{n} ({k})" for n, k in r.tables) or "-"
@@ -246,7 +248,7 @@ def summary(results: list[Result]) -> str:
         d = r.dry
         lines.append(
             f"| {r.label} | {sum(r.sections.values())} | {items} | {tables} | {r.cards or '-'} | {fx} | {r.notes} "
-            f"| {r.lint or r.error} | {r.scrape_s:.1f} | {d['requests']} ({d['over']}) | "
+            f"| {r.lint or r.error} | {r.scrape_s:.1f} | {d['requests']} ({d['outline_parts']}; {d['over']}) | "
             f"{d['largest_tokens']:,} | {d['input_usd']:.2f} |" if d else
             f"| {r.label} | {sum(r.sections.values())} | {items} | {tables} | {r.cards or '-'} | {fx} | {r.notes} "
             f"| {r.lint or r.error} | {r.scrape_s:.1f} | - | - | - |"

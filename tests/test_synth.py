@@ -145,11 +145,16 @@ def test_replayed_synthesis_turns_the_draft_into_a_spec_that_passes_l1(api: Any,
             b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"] if "cache_control" in b
         ]
         assert len(marks) + 1 <= 4
-    # every request shares the same cached system prompt byte for byte, every item request the tables block
+    # every request shares the same cached system prompt byte for byte; the game, action and rule items share the
+    # tables block with the rows, the effect procedures (whose code reads no table) one without them
     assert len({json.dumps(r["body"]["system"]) for r in requests}) == 1
-    (tables,) = {r["body"]["messages"][0]["content"][0]["text"] for r in item_requests}
+    firsts = [(n, r["body"]["messages"][0]["content"][0]["text"])
+              for n, r in zip(names[1:], item_requests, strict=True)]  # fmt: skip
+    (tables,) = {t for n, t in firsts if not n.startswith("effect_")}
     assert "name: Cindercub" in tables and "removed: 'at the end of its owner''s next turn'" in tables
     assert "## " not in tables
+    (no_rows,) = {t for n, t in firsts if n.startswith("effect_")}
+    assert "Cindercub" not in no_rows and "this item does not need their rows" in no_rows
     # each item request carries only its own sections: the knock-out rules reach the knock_outs item only
     knock_out = "Knocked Out: it goes to its owner's discard pile"
     assert [n for n, r in zip(names[1:], item_requests, strict=True)

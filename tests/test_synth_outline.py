@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -18,10 +19,12 @@ from typer.testing import CliRunner
 
 import envc
 from envc.cli import app
+from envc.scrapers import scrape
 from envc.synthesize.chunks import Section, elide_tables, fit, repeated, sections_of, tokens
 from envc.synthesize.items import Item, items_of
 from envc.synthesize.llm import is_loopback, load_prices
-from envc.synthesize.outline import apply_outline
+from envc.synthesize.loop import Config, dry_run
+from envc.synthesize.outline import apply_outline, merge_outlines
 from envc.verify import level1
 
 LLM = Path(__file__).parent / "fixtures" / "llm"
@@ -30,8 +33,14 @@ _spec = importlib.util.spec_from_file_location("replay_server", LLM / "replay_se
 assert _spec is not None and _spec.loader is not None
 replay_server = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(replay_server)
+_spec = importlib.util.spec_from_file_location("make_replies", LLM / "make_replies.py")
+assert _spec is not None and _spec.loader is not None
+make_replies = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_replies)
 runner = CliRunner()
 HISTORY = "Charles L. Bouton"  # a line of the History section, which no item needs
+_SECTION = re.compile(r'<section id="(s\d+)"(?: part="(\d+ of \d+)")? title="[^"]*" url="[^"]*">\n(.*?)\n</section>',
+                      re.S)  # fmt: skip
 
 
 @pytest.fixture()
@@ -178,20 +187,36 @@ def test_dry_run_prints_and_dumps_the_requests_without_a_key_or_server(
     res = runner.invoke(app, ["synthesize", str(path), "-o", str(tmp_path / "nim.yaml"), "--dry-run",
                               "--dump-requests", str(dump), "--max-request-tokens", "60000"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "3 request(s) planned for anthropic claude-sonnet-4-6, budget 60,000 tokens per request" in res.output
     assert "largest request: " in res.output and "estimated cost of the first attempts: $" in res.output
+    # the outline comes in parts of consecutive sections; the History section in parts of its own
     files = sorted(p.name for p in dump.iterdir())
-    assert files == ["00_outline.json", "01_game.json", "02_end_game.json"]
+    n = len(files) - 2
+    assert n >= 2 and files == [f"{i:02d}_outline_part{i + 1}.json" for i in range(n)] + [
+        f"{n:02d}_game.json", f"{n + 1:02d}_end_game.json"
+    ]  # fmt: skip
+    assert f"{len(files)} request(s) planned for anthropic claude-sonnet-4-6, budget 60,000 tokens per request" in (
+        res.output
+    )
     for f in files:
         body = json.loads((dump / f).read_text())
         assert set(body) == {"model", "max_tokens", "system", "messages"}
         est = tokens(body["system"][0]["text"]) + sum(tokens(b) for b in _user_blocks(body))
         assert est <= 60_000, (f, est)  # within the stated budget
         assert repeated(_user_blocks(body), [], {}) == []
-    outline = _text(json.loads((dump / "00_outline.json").read_text()))
-    assert "more characters of this section not shown]" in outline  # History cut to fit
-    assert "Put 15 sticks in a pile" in outline  # short sections whole
-    assert len(outline) < 420_000 / 2
+    outlines = [_text(json.loads((dump / f).read_text())) for f in files[:n]]
+    assert f"Plan the spec of `nim` (part 1 of {n})" in outlines[0] and "<outline_so_far>" not in outlines[0]
+    assert all("<outline_so_far>\n(the outline that parts 1 to" in o for o in outlines[1:])  # room kept for it
+    # no rule text is dropped and none is sent twice: every section, or every part of it, in exactly one request
+    sent = [m.groups() for o in outlines for m in _SECTION.finditer(o)]
+    assert sorted({(sid, part) for sid, part, _ in sent}) == sorted((sid, part) for sid, part, _ in sent)
+    secs = sections_of(items_of(draft), {})
+    for sec in secs:
+        got = [body for sid, _, body in sent if sid == sec.id]
+        assert " ".join(" ".join(got).split()) == " ".join(sec.body.split()), sec.id
+    assert len([1 for sid, part, _ in sent if sid == "s2" and part]) > 1
+    assert sum("Put 15 sticks in a pile" in o for o in outlines) == 1  # short sections whole, once
+    game = _text(json.loads((dump / files[n]).read_text()))
+    assert "more characters of this section not shown]" in game  # an item's request still cuts its text to fit
     assert not (tmp_path / "nim.yaml").exists()
 
 
@@ -251,3 +276,103 @@ def test_prices_cover_both_providers() -> None:
     assert prices["claude-sonnet-4-6"].output == 15.0
     head = (Path(envc.__file__).parent / "synthesize" / "prices.yaml").read_text()
     assert "https://developers.openai.com/api/docs/pricing" in head and "2026" in head
+
+
+def test_outline_parts_merge_into_one_outline() -> None:
+    draft = yaml.safe_load((NIM / "draft.yaml").read_text())
+    items = items_of(draft)
+    first = {"state": {"sticks": "i32"}, "actions": {"take": {"doc": "d", "params": {"n": {"range": [1, 3]}},
+                                                              "sections": ["s3"]}},
+             "rules": [{"name": "a", "sections": ["s4"]}], "drop": ["end_game"]}  # fmt: skip
+    part = {"state": {"winner": "i32"}, "actions": {"take": {"doc": "d2", "sections": ["s5", "s3"]}},
+            "rules": [{"name": "b"}, {"name": "a", "doc": "x", "sections": ["s6"]}],
+            "game": {"sections": ["s1"]}}  # fmt: skip
+    merged, problems = merge_outlines(first, part)
+    assert problems == [] and merged is not None
+    assert merged["state"] == {"sticks": "i32", "winner": "i32"}
+    assert merged["actions"]["take"] == {"doc": "d2", "sections": ["s3", "s5"]}  # replaced, its sections kept
+    assert merged["rules"] == [{"name": "a", "doc": "x", "sections": ["s4", "s6"]}, {"name": "b"}]
+    assert merged["drop"] == ["end_game"] and merged["game"] == {"sections": ["s1"]}
+    assert first["state"] == {"sticks": "i32"}  # the earlier outline is not changed
+    plan, problems = apply_outline(draft, items, sections_of(items, {}), merged)
+    assert problems == [] and plan is not None and plan.sections["take"] == ["s3", "s5"]
+    bad_parts = [([], "must be a YAML mapping"), ({"rules": {"a": 1}}, "`rules` must be a list"),
+                 ({"actions": [1]}, "`actions` must be a mapping"), ({"x": 1}, "`x` is not an outline")]  # fmt: skip
+    for bad, message in bad_parts:
+        merged, problems = merge_outlines(first, bad)
+        assert merged is None and any(message in p for p in problems), (bad, problems)
+
+
+def test_dry_run_of_a_real_rulebook_and_258_cards_stays_within_the_budget(tmp_path: Path) -> None:
+    """tests/fixtures/real/pokemon: the rulebook and the 258-card Scarlet & Violet list (JSON), as scraped."""
+    real = Path(__file__).parent / "fixtures" / "real" / "pokemon"
+    draft_path = tmp_path / "sv1.yaml"
+    draft_path.write_text(scrape([str(real / "rules.html"), str(real / "cards_sv1.json")], from_files=True).yaml())
+    est = dry_run(str(draft_path), str(tmp_path / "sv1.spec.yaml"), Config())
+    budget = est.budget
+    assert budget == 80_000 and not (tmp_path / "sv1.spec.yaml").exists()
+    draft = yaml.safe_load(draft_path.read_text())
+    items = items_of(draft)
+    secs = sections_of(items, draft["tables"])
+    effects = [i.name for i in items if i.name.startswith("effect_")]
+    assert len(effects) > 100 and len(secs) > 200
+    names = [r.name for r in est.requests]
+    parts = [r for r in est.requests if r.name.startswith("outline_part")]
+    assert len(parts) >= 2 and names[: len(parts)] == [f"outline_part{k}" for k in range(1, len(parts) + 1)]
+    assert names[len(parts) :] == [i.name for i in items]
+    for r in est.requests:
+        blocks = [r.system[0]["text"], *(b["text"] for b in r.messages[0]["content"])]
+        assert sum(tokens(b) for b in blocks) <= r.tokens <= budget, (r.name, r.tokens)
+        assert r.repeats == [] and repeated(blocks[1:], secs, draft["tables"]) == [], r.name
+    # the outline parts: every section (or each part of a long one) in exactly one request, none cut, in order
+    sent = [(s.id, s.part) for r in parts for s in r.sections]
+    assert len(sent) == len(set(sent)) and [i for i, _ in dict.fromkeys(sent)] == [s.id for s in secs]
+    assert all(s.cut == 0 for r in parts for s in r.sections)
+    text = "\n".join(_text({"messages": r.messages}) for r in parts)
+    assert all(" ".join(s.body.split())[:200] in " ".join(text.split()) for s in secs)
+    # an effect item sees every procedure it may call as a signature, apply_effect's dispatch as a one-line note,
+    # and no table rows
+    effect = next(r for r in est.requests if r.name == effects[0])
+    body = _text({"messages": effect.messages})
+    assert all(f"  {e}:\n" in body for e in effects)
+    assert "apply_effect:" in body and "<body not shown: " in body and f"calls `{effects[0]}` as `" in body
+    assert "case " not in body and "this item does not need their rows" in body
+    game = next(r for r in est.requests if r.name == "game")
+    assert "<tables>" in game.messages[0]["content"][0]["text"]  # the game item reads the card rows
+
+
+def test_a_long_rulebook_is_outlined_in_parts_that_see_the_outline_so_far(tmp_path: Path) -> None:
+    """nim with a ~66K-character History and a 62,000-token budget (tests/fixtures/llm/nim_parts, hand-written):
+    three outline requests of consecutive sections, each after the outline of the earlier ones, merged into one."""
+    copies, budget = make_replies.LONG_NIM
+    draft = tmp_path / "draft.yaml"
+    draft.write_text(make_replies.long_nim(copies))
+    server, _ = replay_server.start(replies=LLM / "nim_parts")
+    try:
+        out = tmp_path / "nim.yaml"
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        args = ["synthesize", str(draft), "-o", str(out), "--episodes", "2", "--max-steps", "60",
+                "--max-request-tokens", str(budget), "--base-url", url]  # fmt: skip
+        res = runner.invoke(app, args)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert res.exit_code == 0, res.output
+    keys = [replay_server.request_key(r["body"]["messages"]) for r in server.requests]
+    assert keys == [(f"outline_part{k}", 1) for k in (1, 2, 3)] + [("game", 1), ("take", 1), ("last_stick", 1)]
+    texts = [_text(r["body"]) for r in server.requests]
+    for r, text in zip(server.requests, texts, strict=True):
+        assert tokens(r["body"]["system"][0]["text"]) + tokens(text) <= budget
+    history = ", ".join([make_replies.HISTORY] * 50)
+    assert [history in t for t in texts[:3]] == [False, True, True]  # the History section, in two parts
+    counts = [t.count(make_replies.HISTORY) for t in texts[1:3]]  # no sentence is sent twice, none dropped
+    assert min(counts) > 0 and copies - 1 <= sum(counts) <= copies, counts
+    assert "<outline_so_far>" not in texts[0]
+    assert "MAX_TAKE: 4" in texts[1] and "MAX_TAKE: 4" in texts[2]  # the earlier parts' answers, not their text
+    assert "Put 15 sticks in a pile" in texts[2] and "Put 15 sticks in a pile" not in texts[0] + texts[1]
+    outline = yaml.safe_load((tmp_path / "nim.outline.yaml").read_text())  # the merged outline
+    assert outline["constants"]["MAX_TAKE"] == 4 and outline["drop"] == ["end_game"]
+    assert outline["game"] == {"sections": ["s1", "s3", "s4", "s5", "s6"]} and "take" in outline["actions"]
+    assert HISTORY not in texts[3]  # the game item reads the sections the outline cites
+    doc = _check_game(out)
+    assert [r["name"] for r in doc["rules"]] == ["last_stick", "next_turn"] and "4/4 passed" in res.output

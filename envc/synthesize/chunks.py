@@ -37,12 +37,15 @@ class Section:
     item: str
     headed: bool = True  # under a `## ` heading of the rules page (False: an item's own text, e.g. a card effect)
     cut: int = 0  # characters of the body left out to fit a request
+    part: str = ""  # "2 of 3" when a section too long for one request is sent in consecutive parts
 
     def render(self) -> str:
         """The section as the model reads it."""
         note = f"\n[... {self.cut:,} more characters of this section not shown]" if self.cut else ""
         body = re.sub(r"</(section)", r"&lt;/\1", self.body, flags=re.I)  # page text cannot close the tag
-        return f'<section id="{self.id}" title="{_attr(self.title)}" url="{_attr(self.url)}">\n{body}{note}\n</section>'
+        part = f' part="{self.part}"' if self.part else ""
+        return (f'<section id="{self.id}"{part} title="{_attr(self.title)}" url="{_attr(self.url)}">\n{body}{note}'
+                "\n</section>")  # fmt: skip
 
 
 def _attr(text: str) -> str:
@@ -122,6 +125,38 @@ def _cut(body: str, cap: int) -> str:
         if i >= cap * 0.8:
             return head[:i].rstrip()
     return head.rstrip()
+
+
+def split(section: Section, room: int) -> list[Section]:
+    """The section in consecutive parts whose rendered text is within `room` characters each (cut at line or
+    word boundaries; nothing left out). A section that fits is returned as it is."""
+    if len(section.render()) <= room:
+        return [section]
+    cap = max(room - len(replace(section, body="", part="99 of 99").render()), 200)
+    pieces, rest = [], section.body
+    while rest:
+        piece = (_cut(rest, cap) if len(rest) > cap else rest) or rest[:cap]
+        pieces.append(piece)
+        rest = rest[len(piece) :].lstrip()
+    label = f"{section.part}, " if section.part else ""  # a part split again (the outline so far grew)
+    return [replace(section, body=p, part=f"{label}{i} of {len(pieces)}") for i, p in enumerate(pieces, 1)]
+
+
+def chunk(sections: list[Section], room: int) -> list[list[Section]]:
+    """Consecutive sections grouped into requests of at most `room` tokens of section text each, in order; a
+    section longer than that is sent in parts (every character of rule text is in exactly one chunk)."""
+    limit = int(room * CHARS_PER_TOKEN)
+    out: list[list[Section]] = []
+    size = 0
+    for piece in (p for s in sections for p in split(s, limit)):
+        n = len(piece.render()) + 2  # the blank line between sections
+        if out and size + n <= limit:
+            out[-1].append(piece)
+            size += n
+        else:
+            out.append([piece])
+            size = n
+    return out
 
 
 def repeated(blocks: list[str], sections: list[Section], tables: dict[str, Any]) -> list[str]:

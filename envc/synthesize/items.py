@@ -110,9 +110,13 @@ def contract(item: Item, spec: dict[str, Any], pending: list[Item]) -> str:
                 "These rules are formalized later; to put your own rules before or after them, list a stub in "
                 "your `rules` as `- name: NAME` (no body): " + ", ".join(sorted(stubs["rules"]))
             )
-        calls = _signatures(spec, "procedures", sorted(stubs["procedures"] | {"apply_effect"}))
+        calls = sorted(n for n in stubs["procedures"] | {"apply_effect"} if n in (spec.get("procedures") or {}))
         if calls:
-            lines.append("Procedures you can call (their bodies come later or from the draft):\n" + calls)
+            lines.append(
+                f"You can call the {len(calls)} procedure(s) of the current spec whose bodies come later or from the "
+                f"draft ({', '.join(calls[:3])}{', ...' if len(calls) > 3 else ''}); their signatures are in its "
+                "`procedures`."
+            )
         return "\n".join(lines)
     extra = (
         "You may also add new names to `types`, `constants`, `state`, `functions`, `procedures` and `invariants` "
@@ -306,17 +310,3 @@ def order(doc: dict[str, Any]) -> dict[str, Any]:
     """Sections in the canonical order (unknown keys last, as they came)."""
     known = {k: doc[k] for k in ORDER if k in doc}
     return {**known, **{k: v for k, v in doc.items() if k not in known}}
-
-
-def elide_rows(doc: dict[str, Any], where: str = "in the tables block") -> dict[str, Any]:
-    """A copy without `todo` and with table rows replaced by a note (for prompts; rows are sent once)."""
-    out = dict(doc)
-    out.pop("todo", None)
-    tables = {}
-    for name, t in (doc.get("tables") or {}).items():
-        if isinstance(t, dict) and isinstance(t.get("rows"), list):
-            t = {**t, "rows": f"<{len(t['rows'])} rows, {where}>"}
-        tables[name] = t
-    if tables:
-        out["tables"] = tables
-    return out

@@ -20,11 +20,12 @@ from envc.scrapers.draft import MODULE
 from envc.scrapers.emit import dump, write_atomic
 
 from .check import Problem, check_spec, load_yaml, parse_answer
-from .chunks import Section, fit, repeated, sections_of, tokens
+from .chunks import Section, chunk, fit, repeated, sections_of, tokens
 from .items import DraftError, Item, items_of, merge
 from .llm import DEFAULT_MODEL, KEY_VARS, Answer, Prices, SynthError, Usage, default_model, load_prices, make_client
-from .outline import Plan, apply_outline
+from .outline import Plan, apply_outline, merge_outlines
 from .prompts import CACHE, Prompts, default_examples, read_examples
+from .view import reads
 
 MAX_DRAFT = 4 * 1024 * 1024
 
@@ -157,9 +158,21 @@ class _Prepared:
     prompts: Prompts
     prices: Prices | None
     system: list[dict[str, Any]]
-    context: str
+    tables: dict[str, Any]
     name: str
     sources: list[str]
+    budget: int
+    contexts: dict[tuple[str, ...], str] = field(default_factory=dict)
+
+    def context(self, read: list[str]) -> str:
+        """The block an item request starts with: the game, and the rows of the tables the item reads."""
+        key = tuple(read)
+        if key not in self.contexts:
+            shown = {k: v for k, v in self.tables.items() if k in read}
+            self.contexts[key] = self.prompts.context(
+                self.name, self.sources, shown, self.budget // 8, len(self.tables) - len(shown)
+            )
+        return self.contexts[key]
 
 
 def resolve(config: Config) -> Config:
@@ -207,10 +220,10 @@ def _prepare(draft_path: str, config: Config) -> _Prepared:
     tables = {k: v for k, v in (draft.get("tables") or {}).items() if isinstance(v, dict)}
     sources = list(dict.fromkeys(urldefrag(i.source).url for i in items if i.source))
     name = str(draft.get("name", ""))
-    context = prompts.context(name, sources, tables, config.max_request_tokens // 8)
     return _Prepared(
-        draft, items, sections_of(items, tables), prompts, prices, prompts.system(), context, name, sources
-    )
+        draft, items, sections_of(items, tables), prompts, prices, prompts.system(), tables, name, sources,
+        config.max_request_tokens,
+    )  # fmt: skip
 
 
 def _fitted(
@@ -232,14 +245,40 @@ def _request(
     return Request(name, prep.system, messages, sections, sum(parts.values()), parts, repeats)
 
 
-def outline_request(prep: _Prepared, config: Config) -> Request:
-    """The outline request: the role and reference, then every rule section (no table rows)."""
+def _outline_text(prep: _Prepared, shown: list[Section], part: int, parts: int, so_far: str) -> str:
+    last = prep.sections[-1].id if prep.sections else "-"
+    return prep.prompts.outline(prep.name, prep.sources, shown, prep.draft, prep.items, part, parts, last, so_far)
 
-    def render(shown: list[Section]) -> str:
-        return prep.prompts.outline(prep.name, prep.sources, shown, prep.draft, prep.items)
 
-    text, shown, parts = _fitted(prep, config.max_request_tokens, prep.sections, render)
-    return _request(prep, "outline", [text], shown, parts)
+def outline_chunks(prep: _Prepared, config: Config, sections: list[Section], so_far: int = 0) -> list[list[Section]]:
+    """The rule sections in consecutive chunks, one outline request each, every request within the budget: all
+    of them in one request if they fit, else chunks that leave room for the outline of the earlier parts
+    (`so_far` tokens, at least an eighth of the budget)."""
+    budget = config.max_request_tokens
+    system = tokens(prep.system[0]["text"])
+    if not so_far and system + tokens(_outline_text(prep, sections, 1, 1, "")) <= budget:
+        return [sections]
+    fixed = system + tokens(_outline_text(prep, [], 99, 99, "x")) + max(so_far, budget // 8) + 20  # span, numbers
+    return chunk(sections, max(budget - fixed, 500))
+
+
+def outline_request(
+    prep: _Prepared, config: Config, shown: list[Section] | None = None, part: int = 1, parts: int = 1,
+    so_far: str | None = None,
+) -> Request:  # fmt: skip
+    """One outline request: the role and reference, then its rule sections (no table rows), and for a later part
+    the outline so far (`None`: not known yet, its room is reserved in the estimate)."""
+    shown = prep.sections if shown is None else shown
+    name = "outline" if parts == 1 else f"outline_part{part}"
+    reserve = 0
+    if so_far is None and part > 1:
+        reserve = config.max_request_tokens // 8
+        so_far = f"(the outline that parts 1 to {part - 1} answer, up to ~{reserve:,} tokens)"
+    text = _outline_text(prep, shown, part, parts, so_far or "")
+    parts_ = {"system": tokens(prep.system[0]["text"]), "context": 0, "request": tokens(text)}
+    if reserve:
+        parts_["reserve"] = reserve - tokens(so_far or "")
+    return _request(prep, name, [text], shown, parts_)
 
 
 def item_request(
@@ -250,24 +289,34 @@ def item_request(
     ids = (plan.sections if plan else {}).get(item.name)
     by_id = {s.id: s for s in prep.sections}
     mine = [s for s in prep.sections if s.item == item.name] if ids is None else [by_id[i] for i in ids]
+    read = reads(item, spec, pending, "\n".join(s.body for s in mine))
+    context = prep.context(read)
+    current = prep.prompts.current(spec, item, pending, read)
 
     def render(shown: list[Section]) -> str:
-        return prep.prompts.item(item, shown, spec, pending, out_name, config.episodes, config.max_steps)
+        return prep.prompts.item(
+            item, shown, spec, pending, out_name, config.episodes, config.max_steps, read, current
+        )
 
-    text, shown, parts = _fitted(prep, config.max_request_tokens, mine, render, prep.context)
-    return _request(prep, item.name, [prep.context, text], shown, parts)
+    text, shown, parts = _fitted(prep, config.max_request_tokens, mine, render, context)
+    return _request(prep, item.name, [context, text], shown, parts)
 
 
 def estimate(prep: _Prepared, config: Config, out_name: str) -> Estimate:
     """The first attempt of every request known before any answer: the outline (if on) and the draft's items."""
-    reqs = [outline_request(prep, config)] if config.outline else []
+    reqs = []
+    if config.outline:
+        chunks = outline_chunks(prep, config, prep.sections)
+        reqs += [outline_request(prep, config, c, k, len(chunks)) for k, c in enumerate(chunks, 1)]
     selected = [i for i in prep.items if not config.only or i.name in config.only]
     reqs += [item_request(prep, config, out_name, i, prep.draft, prep.items, None) for i in selected]
     total = sum(r.tokens for r in reqs)
     p = prep.prices
-    more = (
-        "the outline may plan more items; their requests are sized the same way" if config.outline else ""
-    )
+    more = "the outline may plan more items; their requests are sized the same way" if config.outline else ""
+    n_parts = sum(r.name.startswith("outline_part") for r in reqs)
+    if n_parts > 1:
+        room = config.max_request_tokens // 8
+        more += f"; outline parts 2 to {n_parts} will carry the outline so far, ~{room:,} tokens each (in their totals)"
     return Estimate(
         reqs, config.max_request_tokens, total,
         None if p is None else total * p.input / 1e6,
@@ -434,30 +483,49 @@ class _Run:
         return None
 
     def outline(self, rep: ItemReport) -> Plan | None:
-        """The outline call: a skeleton that lints and plays, saved and shown; None if it never passed."""
+        """The outline calls (one per chunk of rule sections, each seeing the outline so far): a skeleton that
+        lints and plays after every part, saved and shown; None if a part never passed."""
         prep, cfg = self.prep, self.config
         skeleton = Path(self.out_path).stem + ".skeleton.yaml"
-        kept: dict[str, Any] = {}
+        so_far: dict[str, Any] = {}
+        plan: Plan | None = None
+        chunks = outline_chunks(prep, cfg, prep.sections)
+        done = 0
+        while done < len(chunks):
+            part = done + 1
+            text = dump(so_far) if so_far else ""
+            first = outline_request(prep, cfg, chunks[done], part, len(chunks), text)
+            if first.tokens > cfg.max_request_tokens and part > 1:  # the outline so far outgrew its reserve
+                rest = [s for c in chunks[done:] for s in c]
+                chunks = chunks[:done] + outline_chunks(prep, cfg, rest, tokens(text))
+                first = outline_request(prep, cfg, chunks[done], part, len(chunks), text)
+            base = so_far
 
-        def test(answer: Answer) -> tuple[Any, list[Problem]]:
-            fragment, problems = parse_answer(answer.text)
-            if problems:
-                return None, problems
-            plan, messages = apply_outline(prep.draft, prep.items, prep.sections, fragment)
-            if plan is None:
-                return None, [Problem("outline", m) for m in messages]
-            problems = check_spec(skeleton, spec_text(plan.spec), cfg.episodes, cfg.max_steps, cfg.seed)
-            kept["outline"] = fragment
-            return (plan, []) if not problems else (None, problems)
+            def test(answer: Answer, base: dict[str, Any] = base) -> tuple[Any, list[Problem]]:
+                fragment, problems = parse_answer(answer.text)
+                if problems:
+                    return None, problems
+                merged, messages = merge_outlines(base, fragment) if base else (fragment, [])
+                if merged is None:
+                    return None, [Problem("outline", m) for m in messages]
+                plan, messages = apply_outline(prep.draft, prep.items, prep.sections, merged)
+                if plan is None:
+                    return None, [Problem("outline", m) for m in messages]
+                problems = check_spec(skeleton, spec_text(plan.spec), cfg.episodes, cfg.max_steps, cfg.seed)
+                return ((plan, merged), []) if not problems else (None, problems)
 
-        plan: Plan | None = self.ask_until(rep, outline_request(prep, cfg), test)
+            got = self.ask_until(rep, first, test)
+            if got is None:
+                return None
+            plan, so_far = got
+            done += 1
         if plan is not None:
             header = (
                 f"Outline of {prep.name} by `envc synthesize` (model {cfg.model}): the plan the todo items were "
                 f"written against.\nMerged into the draft as stubs it lints and plays; new items: "
                 f"{', '.join(plan.new_items) or 'none'}."
             )
-            text = dump(kept["outline"], header)
+            text = dump(so_far, header)
             write_atomic(outline_path(self.out_path), text)
             self.tell("outline", text)
         return plan

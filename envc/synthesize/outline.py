@@ -185,6 +185,62 @@ def apply_outline(
     return (None, problems) if problems else (plan, [])
 
 
+def merge_outlines(base: dict[str, Any], part: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """The outline so far with one part's answer merged in (`{}`: nothing to add), or what is wrong with the part.
+
+    Named entries (types, constants, state, actions, procedures) are added, or replaced when the part names them
+    again; rules keep their order (a rule named again is replaced in place, a new one goes last); `sections`
+    of an element named again, `game.sections` and `drop` are the union of both.
+    """
+    if not isinstance(part, dict):
+        return None, ["the outline must be a YAML mapping of outline sections (`{}` if this part adds nothing)"]
+    problems = [f"`{k}` is not an outline section (have: {', '.join(KEYS)})" for k in part if k not in KEYS]
+    for k in ("types", "constants", "state", "actions", "procedures"):
+        if k in part and not isinstance(part[k], dict):
+            problems.append(f"`{k}` must be a mapping of names")
+    if "rules" in part and not (isinstance(part["rules"], list)
+                                and all(isinstance(r, dict) and "name" in r for r in part["rules"])):  # fmt: skip
+        problems.append("`rules` must be a list of {name, doc, sections} entries, in the order they run")
+    if problems:
+        return None, problems
+    out = copy.deepcopy(base)
+    for k in ("types", "constants", "state", "actions", "procedures"):
+        if k in part:
+            have = dict(out.get(k) or {})
+            for name, decl in (part[k] or {}).items():
+                have[name] = _union(have.get(name), decl)
+            out[k] = have
+    if "rules" in part:
+        rules = list(out.get("rules") or [])
+        at = {r["name"]: i for i, r in enumerate(rules)}
+        for r in part["rules"]:
+            if r["name"] in at:
+                rules[at[r["name"]]] = _union(rules[at[r["name"]]], r)
+            else:
+                at[r["name"]] = len(rules)
+                rules.append(r)
+        out["rules"] = rules
+    if "game" in part:
+        out["game"] = _union(out.get("game"), part["game"])
+    if "drop" in part:
+        old, new = out.get("drop") or [], part["drop"]
+        both = isinstance(old, list) and isinstance(new, list)
+        out["drop"] = [*old, *(n for n in new if n not in old)] if both else new
+    return out, []
+
+
+def _union(old: Any, new: Any) -> Any:
+    """`new`, with the `sections` of `old` kept in front of its own when both are mappings."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return new
+    a, b = old.get("sections"), new.get("sections")
+    if isinstance(a, list) and isinstance(b, list):
+        return {**new, "sections": [*a, *(s for s in b if s not in a)]}
+    if isinstance(a, list) and b is None:
+        return {**new, "sections": a}
+    return new
+
+
 def _drop(
     spec: dict[str, Any], todo: list[dict[str, Any]], names: Any, items: list[Item], plan: Plan, problems: list[str]
 ) -> None:

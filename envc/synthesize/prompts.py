@@ -16,7 +16,8 @@ from envc.scrapers.draft import MODULE
 from envc.scrapers.emit import dump
 
 from .chunks import Section, tokens
-from .items import Item, contract, elide_rows
+from .items import Item, contract
+from .view import spec_view, stub_doc
 
 EXAMPLES = ("examples/high_card.yaml", "examples/tcg_mechanics.yaml", "examples/tcg_cards.csv")
 # Sections of the language reference that are about the Python API and the CLI, not about writing specs.
@@ -71,38 +72,54 @@ class Prompts:
         text = self.render("system.md.j2", reference=reference(), examples=self.examples)
         return [{"type": "text", "text": text, "cache_control": CACHE}]
 
-    def context(self, name: str, sources: list[str], tables: dict[str, Any], budget: int) -> str:
-        """The block every item request shares: the game and its constant tables with their rows (within
-        `budget` tokens: past it, each table shows its first rows and says how many are left out)."""
+    def context(self, name: str, sources: list[str], tables: dict[str, Any], budget: int, unread: int = 0) -> str:
+        """The block item requests share: the game and the rows of the tables they read (within `budget` tokens:
+        past it, each table shows its first rows and says how many are left out); `unread`: how many tables the
+        item does not read (their columns are in the spec)."""
         shown = tables_text(tables, budget)
-        return self.render("context.md.j2", name=name, sources=sources, tables=shown)
+        return self.render("context.md.j2", name=name, sources=sources, tables=shown, unread=unread)
 
     def outline(
-        self, name: str, sources: list[str], sections: list[Section], draft: dict[str, Any], items: list[Item]
-    ) -> str:
-        """The outline request: every rule section, the draft without table rows or todo, the todo items."""
+        self, name: str, sources: list[str], sections: list[Section], draft: dict[str, Any], items: list[Item],
+        part: int = 1, parts: int = 1, last: str = "", so_far: str = "",
+    ) -> str:  # fmt: skip
+        """One outline request: its rule sections (all of them, or part `part` of `parts` consecutive chunks),
+        the outline of the earlier parts, the draft as signatures without table rows or todo, the todo items."""
+        span = f"{sections[0].id} to {sections[-1].id}" if sections else "s1 to s1"
+        procs = draft.get("procedures") or {}
+        stubs = [i.name for i in items if i.kind == "procedure" and i.element == i.name
+                 and isinstance(procs.get(i.name), dict) and procs[i.name].get("doc") == stub_doc(i.name)]  # fmt: skip
+        listed = [i for i in items if i.name not in set(stubs)]
         return self.render(
-            "outline.md.j2", name=name, sources=sources, sections=sections, draft=dump(elide_rows(draft, "not shown")),
-            items=items, module=MODULE,
+            "outline.md.j2", name=name, sources=sources, sections=sections,
+            draft=dump(spec_view(draft, None, items, "not shown")), listed=listed, stubs=stubs, module=MODULE,
+            part=part, parts=parts, span=span, last=last, so_far=so_far,
         )  # fmt: skip
 
     def item(
         self, item: Item, sections: list[Section], spec: dict[str, Any], pending: list[Item], path: str,
-        episodes: int, max_steps: int,
+        episodes: int, max_steps: int, read: list[str] | None = None, current: str | None = None,
     ) -> str:  # fmt: skip
-        """The request for one item: its rule sections, contract, the current spec and the tests."""
+        """The request for one item: its rule sections, contract, the current spec (as the item needs it: see
+        view.py; `read`: the tables whose rows are in the tables block, default all; `current`: that view,
+        when already rendered) and the tests."""
         later = [p.name for p in pending if p.name != item.name]
         return self.render(
             "item.md.j2",
             item=item,
             sections=sections,
             contract=contract(item, spec, pending),
-            current=dump(elide_rows(spec)),
+            current=current if current is not None else self.current(spec, item, pending, read),
             path=path,
             episodes=episodes,
             max_steps=max_steps,
             pending=later,
         )
+
+    def current(self, spec: dict[str, Any], item: Item, pending: list[Item], read: list[str] | None = None) -> str:
+        """The current spec as `item` needs it (view.py), as YAML."""
+        tables = list(spec.get("tables") or {}) if read is None else read
+        return dump(spec_view(spec, item, pending, "not needed by this item, not shown", tables))
 
     def repair(self, name: str, problems: list[Any], attempt: int, max_attempts: int) -> str:
         """What failed, located, for the next attempt (`name`: the item, or `outline`)."""
