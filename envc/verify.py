@@ -451,16 +451,19 @@ def _return(states: list[dict[str, np.ndarray]]) -> float:
     return float(sum(float(np.asarray(s["rewards"]).reshape(-1)[0]) for s in states[1:]))
 
 
-def _backend_sample(env: Any, episodes: int, seed: int, max_steps: int) -> tuple[list[float], list[int]]:
-    """Returns and lengths of the backend's own random-legal-action episodes (keys independent of L3's)."""
+def _backend_sample(
+    envs: list[Any], episodes: int, seed: int, max_steps: int
+) -> tuple[list[float], list[int]]:
+    """Returns and lengths of the backend's own random-legal-action episodes (keys independent of L3's), episode
+    e on `envs[e]` (the same runtime params as the reference's episode e)."""
     gen = np.random.default_rng(seed + 3)
     key = rng.key_from_seed(seed + 3)
     returns: list[float] = []
     lengths: list[int] = []
-    for _ in range(episodes):
+    for e in range(episodes):
         key, k = rng.split(key)
         total, n = 0.0, 0
-        for t, s in enumerate(_rollout(env, k, gen, max_steps)):
+        for t, s in enumerate(_rollout(envs[e], k, gen, max_steps)):
             if t:
                 total += float(np.asarray(s.rewards).reshape(-1)[0])
             n = t
@@ -517,9 +520,8 @@ def level3(
         ep = _record(ref, k, gen, max_steps)
         n = len(ep.actions)
         steps += n
-        if not setting:  # the statistical check compares episodes under the default params
-            ref_returns.append(_return(ep.states))
-            ref_lengths.append(n)
+        ref_returns.append(_return(ep.states))
+        ref_lengths.append(n)
         lock.cases += 1
         free.cases += 1
         m = diff(spec, ep.states[0], env.state_to_dict(env.init(k)), f"episode {e} init", wrote)
@@ -599,7 +601,7 @@ def level3(
         )
     out = [lock, free]
     if floats and episodes:
-        returns, lengths = _backend_sample(env, len(ref_returns), seed, max_steps)
+        returns, lengths = _backend_sample([refs[st][2] for st in settings], episodes, seed, max_steps)
         for quantity, a, b in (("episode return", ref_returns, returns), ("episode length", ref_lengths, lengths)):
             c = compare_samples(quantity, a, b, alpha)
             check = Check("L3", f"statistical: {c.describe()}", cases=c.n_a + c.n_b, unit="episodes")
@@ -1062,8 +1064,8 @@ def level2_contract(
             for r in range(6):
                 j += 1
                 d = {k2: np.array(x, copy=True) for k2, x in injected(j).items()}
-                if r >= 4:  # a corner: every other compared element at one of its constants too (`x >= goal and
-                    # v >= 0` is decided by v only where x is at or past the goal)
+                if r >= 4 and f.ty.dtype.is_float:  # a corner: every other compared element at one of its
+                    # constants too (`x >= goal and v >= 0` is decided by v only where x is at or past the goal)
                     for (n2, at2), cs in bounds.items():
                         if (n2, at2) != (name, at):
                             d[n2][at2] = cs[(j // 2) % len(cs)]

@@ -162,7 +162,7 @@ def test_text_report_names_the_first_divergence(tmp_path: Path) -> None:
 
 
 def test_wrong_pendulum_fails(tmp_path: Path) -> None:
-    spec = mutate(tmp_path, EXAMPLES / "pendulum.yaml", "  g: 10.0", "  g: 9.81")
+    spec = mutate(tmp_path, EXAMPLES / "pendulum.yaml", "type: f32, default: 10.0,", "type: f32, default: 9.81,")
     r = verify(str(spec), "--against", "declared", "--level", "L2", "--states", "20", "--json")
     rep = report(r)
     assert r.exit_code == 1 and rep["first_divergence"]["quantity"] in ("theta", "theta_dot", "observation")
