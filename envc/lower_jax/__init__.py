@@ -115,6 +115,11 @@ def _callable_fn(py: PyNames, spec: ir.SpecIR, c: ir.CallableInfo) -> Function:
     return Function(py.glob("call", c.name), head + "".join(args), em.lines, f"{what} `{c.name}` of the spec.")
 
 
+def always_legal(a: ir.ActionKind) -> bool:
+    """Is the kind's legality the literal `true` (no `legal:` condition)?"""
+    return isinstance(a.legal, ir.Lit) and a.legal.value is True
+
+
 def reads_action(node: object) -> bool:
     """Does this code read `action` (the action of the transition: docs/spec-language.md section 14)? Functions
     and procedures cannot, so calls are not followed."""
@@ -217,18 +222,19 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
                 ranges=ranges,
             )
         )
-        functions.append(
-            _expr_fn(
-                py,
-                spec,
-                py.glob("legal", a.name),
-                f"state: State, params: EnvParams{args}",
-                a.legal,
-                f"Is `{a.name}` legal?",
-                argnames,
-                ranges,
+        if not always_legal(a):
+            functions.append(
+                _expr_fn(
+                    py,
+                    spec,
+                    py.glob("legal", a.name),
+                    f"state: State, params: EnvParams{args}",
+                    a.legal,
+                    f"Is `{a.name}` legal?",
+                    argnames,
+                    ranges,
+                )
             )
-        )
     if spec.box is not None:
         functions.append(
             _writer(
@@ -302,6 +308,7 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
                 "kind": a,
                 "combos": combos,
                 "dtypes": [NUMPY[p.ty.dtype] for p in a.params],  # enums: i8, or i16 past 127 members
+                "always_legal": always_legal(a),  # its ids are ones in the mask, with no `legal_*` function
                 # small kinds test each action id with constant parameters (static indices, no gathers)
                 "unroll": a.size <= 4 * UNROLL and a.size * sizer.size(a.legal) <= 2 * UNROLL_BUDGET,
             }
@@ -320,6 +327,8 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
         "invariants": invariants,
         "actions": actions,
         "obs": [(o, JNP[o.ty.dtype], NUMPY[o.ty.dtype]) for o in spec.obs_fields],
+        # no kind has a legality condition (or there are no discrete actions): the mask is ones, computed nowhere
+        "mask_is_ones": all(always_legal(a) for a in spec.actions),
         "init_values": {f.name: _init_value(f) for f in spec.fields},
         "obs_spaces": [(o.name, _box(o)) for o in spec.obs_fields],
         "math": math,
