@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -232,3 +233,45 @@ def test_sharded_run_over_two_host_devices_matches_one_device(tmp_path: Path) ->
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-4, abs=1e-5)
     assert json.loads((tmp_path / "d2" / "run.json").read_text())["meta"]["devices"] == 2
     assert load_run(tmp_path / "d2").meta["steps"] == 2048
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_two_processes_through_jax_distributed_match_one_process(tmp_path: Path) -> None:
+    """`envc train` started twice with ENVC_COORDINATOR on 127.0.0.1 (two hosts of one CPU device each, joined by
+    jax.distributed): the global batch is split across the processes, only process 0 writes the run, and the run
+    equals the same config trained by one process on one device."""
+    config = tmp_path / "small.yaml"
+    config.write_text("num_steps: 32\nnum_minibatches: 4\nupdate_epochs: 2\nupdates_per_chunk: 4\n")
+    args = ["train", str(CARTPOLE), "--steps", "2048", "--num-envs", "8", "--config", str(config)]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"JAX_PLATFORMS": "cpu"}
+    port = _free_port()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "envc.cli", *args, "-o", str(tmp_path / f"p{i}")],
+            env=env | {"ENVC_COORDINATOR": f"127.0.0.1:{port}", "ENVC_NUM_PROCESSES": "2", "ENVC_PROCESS_ID": str(i)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(2)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+    assert "2 device(s)" in outs[0][1]
+    assert not (tmp_path / "p1").exists()  # process 1 trains but writes nothing
+    single = subprocess.run([sys.executable, "-m", "envc.cli", *args, "-o", str(tmp_path / "one")], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert single.returncode == 0, single.stderr[-2000:]
+    assert "1 device(s)" in single.stderr
+    two = json.loads((tmp_path / "p0" / "metrics.json").read_text())["updates"]
+    one = json.loads((tmp_path / "one" / "metrics.json").read_text())["updates"]
+    assert len(one) == len(two) == 8
+    for a, b in zip(one, two):  # same keys, same episodes; losses differ only by reduction order
+        assert a["episodes"] == b["episodes"] and a["mean_return"] == b["mean_return"]
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-4, abs=1e-5)
+    assert json.loads((tmp_path / "p0" / "run.json").read_text())["meta"]["devices"] == 2
+    assert load_run(tmp_path / "p0").meta["steps"] == 2048
