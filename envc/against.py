@@ -797,8 +797,9 @@ def level1(run: Against, episodes: int) -> list[AgainstCheck]:
                     obs.fail(f"{where}: observation '{name}' has shape {list(a.shape)}, declared "
                              f"{list(o.ty.shape) if o else 'nothing'}")  # fmt: skip
                     break
-                lo = -np.inf if o.low is None else float(np.float32(o.low))
-                hi = np.inf if o.high is None else float(np.float32(o.high))
+                low, high = o.declared()
+                lo = -np.inf if low is None else np.float32(low).astype(np.float64)
+                hi = np.inf if high is None else np.float32(high).astype(np.float64)
                 if a.dtype.kind in "fiu" and bool(np.any(a < lo) or np.any(a > hi)):
                     obs.fail(f"{where}: observation '{name}' {_show(a)} outside [{o.low}, {o.high}]")
                     break

@@ -216,8 +216,8 @@ class ObsField(_Model):
 
     type: str
     shape: list[Dim] = []
-    low: float | None = None
-    high: float | None = None
+    low: float | list[float] | list[list[float]] | None = None  # one number, or one per element
+    high: float | list[float] | list[list[float]] | None = None
     doc: str = ""
 
 

@@ -35,12 +35,19 @@ _MASK32 = 0xFFFFFFFF
 def part_space(o: ir.ObsFieldInfo) -> spaces.Box:
     """The Box of one observation part: its declared bounds, else its dtype's (finite) range, as the Rust gym.py."""
     dt = o.ty.dtype
-    lo, hi = o.bounds()
+    shape = tuple(o.ty.shape)
     np_dtype = NP_DTYPE[dt]
-    if not dt.is_float:
-        return spaces.Box(int(lo), int(hi), tuple(o.ty.shape), np_dtype)
-    big = float(np.finfo(np_dtype).max)  # an unbounded side: the largest finite value, as gymnasium's CartPole
-    return spaces.Box(max(lo, -big), min(hi, big), tuple(o.ty.shape), np_dtype)
+    big = float(np.finfo(np_dtype).max) if dt.is_float else 0.0  # an unbounded side: the largest finite value
+
+    def side(b: ir.Bound) -> Any:
+        """One bound: a number, or an array of the part's shape (declared per element)."""
+        if not dt.is_float:
+            return np.reshape(np.asarray(b, np.int64), shape) if isinstance(b, tuple) else int(b)
+        clipped = np.clip(np.asarray(b, np.float64), -big, big)
+        return np.reshape(clipped, shape).astype(np_dtype) if isinstance(b, tuple) else float(clipped)
+
+    lo, hi = o.bounds()
+    return spaces.Box(side(lo), side(hi), shape, np_dtype)
 
 
 def observation_space(spec: SpecIR) -> spaces.Space[Any]:

@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import PurePath
 from typing import Annotated, Literal, Union
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from envc.diagnostics import Span
@@ -475,15 +476,18 @@ class RuleInfo(_Node):
     doc: str = ""
 
 
+Bound = Union[float, tuple[float, ...]]  # one bound for every element, or one per element (row-major)
+
+
 class ObsFieldInfo(_Node):
     """One observation part."""
 
     name: str
     ty: Ty
-    low: float | None = None
-    high: float | None = None
+    low: Bound | None = None
+    high: Bound | None = None
 
-    def bounds(self) -> tuple[float, float]:
+    def bounds(self) -> tuple[Bound, Bound]:
         """The declared bounds, else the dtype's range (bools 0..1, floats unbounded)."""
         dt = self.ty.dtype
         if dt is DType.BOOL:
@@ -493,6 +497,14 @@ class ObsFieldInfo(_Node):
         else:
             lo, hi = (float(x) for x in dt.int_range)
         return (self.low if self.low is not None else lo, self.high if self.high is not None else hi)
+
+    def declared(self) -> tuple[float | np.ndarray | None, float | np.ndarray | None]:
+        """The declared (low, high) for comparing with an observation: None, a float, or an array of its shape."""
+
+        def shaped(b: Bound | None) -> float | np.ndarray | None:
+            return np.reshape(np.asarray(b, np.float64), self.ty.shape) if isinstance(b, tuple) else b
+
+        return shaped(self.low), shaped(self.high)
 
 
 class CallableInfo(_Node):

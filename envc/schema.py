@@ -127,8 +127,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
     "ObsField": {
         "type": "bool, i8, i16, i32, u32, f32, f64 or an enum.",
         "shape": "Static dimensions (ints or static names).",
-        "low": "Declared lower bound (observation space).",
-        "high": "Declared upper bound (observation space).",
+        "low": "Declared lower bound (observation space): one number, or one per element (row-major).",
+        "high": "Declared upper bound (observation space): one number, or one per element (row-major).",
         "doc": "Free text describing the observation field.",
     },
     "ObservationDecl": {

@@ -297,8 +297,9 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
                 o = obs_info[name] if name else spec.obs_fields[0]
                 if arr.shape != o.ty.shape:
                     shapes.fail(f"{where}: observation '{o.name}' has shape {arr.shape}, declared {o.ty.shape}")
-                below = o.low is not None and bool(np.any(arr < o.low))
-                if below or (o.high is not None and bool(np.any(arr > o.high))):
+                low, high = o.declared()
+                below = low is not None and bool(np.any(arr < low))
+                if below or (high is not None and bool(np.any(arr > high))):
                     shapes.fail(f"{where}: observation '{o.name}' outside [{o.low}, {o.high}]")
             if spec.box is None and not (bool(s.terminated) or bool(s.truncated)):
                 live.cases += 1

@@ -132,6 +132,27 @@ def test_reset_mask_with_autoreset_disabled_equals_gymnasium() -> None:
     assert resets >= 3
 
 
+@pytest.mark.parametrize(
+    ("spec", "original"),
+    [
+        ("specs/cartpole.yaml", "CartPole-v1"),
+        ("docs/examples/mountain_car.yaml", "MountainCar-v0"),
+        ("docs/examples/continuous_mountain_car.yaml", "MountainCarContinuous-v0"),
+        ("docs/examples/pendulum.yaml", "Pendulum-v1"),
+        ("docs/examples/acrobot.yaml", "Acrobot-v1"),
+    ],
+)
+def test_observation_spaces_are_the_originals_element_for_element(spec: str, original: str) -> None:
+    """Per-element bounds (`low: [...]`) give gymnasium's own spaces; an infinite side is float32's largest
+    value, as gymnax's CartPole has it (gymnasium 1.x writes inf there, which check_env warns about)."""
+    theirs = gym.make(original).observation_space
+    big = np.finfo(np.float32).max
+    for ours in (eg.observation_space(envc.load(str(ROOT / spec))), eg.make_env(str(ROOT / spec)).observation_space):
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours.low, np.clip(theirs.low, -big, big))
+        np.testing.assert_array_equal(ours.high, np.clip(theirs.high, -big, big))
+
+
 def test_check_env_passes_without_warnings() -> None:
     """cartpole on Rust, the control examples on the reference (Pendulum's Box(-2, 2) action draws gymnasium's
     advice to normalize it, as gymnasium's own Pendulum-v1 does: the spec copies that space)."""

@@ -100,6 +100,11 @@ def test_gymnax_make_resolves_names_and_params() -> None:
         envc.gymnax.make("CartPole-v9")
     with pytest.raises(ValueError, match="single-agent"):
         envc.gymnax.make("tic_tac_toe")
+    theirs, their_params = gymnax.make("CartPole-v1")  # the space gymnax's own CartPole declares, element for element
+    ours_space, their_space = env.observation_space(params), theirs.observation_space(their_params)
+    assert ours_space.shape == their_space.shape and ours_space.dtype == their_space.dtype
+    np.testing.assert_array_equal(np.asarray(ours_space.low), np.asarray(their_space.low))
+    np.testing.assert_array_equal(np.asarray(ours_space.high), np.asarray(their_space.high))
     legacy, _ = envc.gymnax.legacy.make("cartpole")
     _, state = legacy.reset(jax.random.PRNGKey(0), short)
     out = legacy.step(jax.random.PRNGKey(1), state, 0, short)

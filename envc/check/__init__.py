@@ -6,6 +6,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from envc import ast, ir
 from envc import document as d
@@ -539,8 +540,24 @@ class Checker:
             if sty is None or shp is None:
                 continue
             ty = Ty(dtype=sty.dtype, shape=shp, enum=sty.enum)
-            self.obs_fields.append(ir.ObsFieldInfo(name=name, ty=ty, low=decl.low, high=decl.high))
+            low, high = (self.obs_bound(b, shp, keys + (k,)) for b, k in ((decl.low, "low"), (decl.high, "high")))
+            self.obs_fields.append(ir.ObsFieldInfo(name=name, ty=ty, low=low, high=high))
             self.define(name, StorageSym(name, "obs", "array", shp, ty, doc=decl.doc), keys, "observation field")
+
+    def obs_bound(self, b: float | list[Any] | None, shape: tuple[int, ...], keys: Path) -> ir.Bound | None:
+        """An observation bound: one number, or one per element (a list, row-major; nested rows flattened)."""
+        if not isinstance(b, list):
+            return b
+        flat = [float(x) for row in b for x in (row if isinstance(row, list) else [row])]
+        if len(flat) != math.prod(shape):
+            self.diags.error(
+                self.at(*keys),
+                "E041",
+                f"'{keys[-1]}' gives {len(flat)} values for an observation of shape {list(shape)} "
+                f"({math.prod(shape)} elements): give one number for all, or one per element",
+            )
+            return None
+        return tuple(flat)
 
     def declare_callables(self) -> None:
         for section in ("functions", "procedures"):

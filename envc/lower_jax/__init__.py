@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import numpy as np
 
 from envc import __version__, ir
 from envc.f64 import uses_f64
@@ -360,19 +361,27 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
     return files
 
 
-def _bound(v: float) -> str:
+def _bound(v: float, dt: DType) -> str:
+    """A float bound; an unbounded side is the dtype's largest finite value, as in gymnax's own CartPole."""
     if math.isinf(v):
-        return "-jnp.inf" if v < 0 else "jnp.inf"
+        big = float(np.finfo(np.float64 if dt is DType.F64 else np.float32).max)
+        return repr(-big if v < 0 else big)
     return repr(v)
 
 
 def _box(o: ir.ObsFieldInfo) -> str:
-    """A gymnax `spaces.Box` for one observation part: declared bounds, else the dtype's range."""
+    """A gymnax `spaces.Box` for one observation part: declared bounds (per element where declared so), else the
+    dtype's range."""
     dt = o.ty.dtype
+
+    def code(b: ir.Bound) -> str:
+        if isinstance(b, tuple):
+            items = ", ".join(str(int(v)) if not dt.is_float else _bound(v, dt) for v in b)
+            return f"jnp.array([{items}], {JNP[dt]}).reshape({o.ty.shape})"
+        return str(int(b)) if not dt.is_float else _bound(b, dt)
+
     lo, hi = o.bounds()
-    if not dt.is_float:
-        return f"spaces.Box({int(lo)}, {int(hi)}, {o.ty.shape}, {JNP[dt]})"
-    return f"spaces.Box({_bound(lo)}, {_bound(hi)}, {o.ty.shape}, {JNP[dt]})"
+    return f"spaces.Box({code(lo)}, {code(hi)}, {o.ty.shape}, {JNP[dt]})"
 
 
 def _init_value(f: ir.FieldInfo) -> str:

@@ -787,16 +787,13 @@ def render(
 def _obs_space(o: ir.ObsFieldInfo) -> dict[str, object]:
     """Declared bounds of an observation part, else its dtype's range."""
     dt = o.ty.dtype
+
+    def code(b: ir.Bound) -> str:
+        one = (lambda v: repr(int(v))) if not dt.is_float else _pyfloat
+        return f"[{', '.join(one(v) for v in b)}]" if isinstance(b, tuple) else one(b)
+
     lo, hi = o.bounds()
-    if not dt.is_float:
-        return {
-            "name": o.name,
-            "low": repr(int(lo)),
-            "high": repr(int(hi)),
-            "shape": tuple(o.ty.shape),
-            "dtype": NUMPY[dt],
-        }
-    return {"name": o.name, "low": _pyfloat(lo), "high": _pyfloat(hi), "shape": tuple(o.ty.shape), "dtype": NUMPY[dt]}
+    return {"name": o.name, "low": code(lo), "high": code(hi), "shape": tuple(o.ty.shape), "dtype": NUMPY[dt]}
 
 
 def _pyfloat(v: float) -> str:
