@@ -986,6 +986,7 @@ def level2_contract(
     box = spec.box is not None
     illegal = Check("L2", "actions outside the box" if box else "illegal and out-of-range action ids")
     finished = Check("L2", "one step from a finished state (terminated or truncated)")
+    nobody = Check("L2", "one step with the player to move out of range (-1, num_players)")
     edges = Check("L2", "one step from boundary values (compared constants, +-1 ulp / +-1)")
 
     def injected(i: int) -> dict[str, np.ndarray]:
@@ -1014,6 +1015,27 @@ def level2_contract(
             m = finished_contract(spec, before, got, f"finished state {i} action {a} (backend)")
         if m:  # "" cannot happen here: a finished state computes nothing
             finished.fail(m)
+    # 14.3's fallbacks where the player to move is no player (an injected state): reads indexed by it clamp,
+    # writes are dropped, and an illegal id's penalty goes to nobody while the others still get their share
+    for i in range(n):
+        d = {k2: np.array(x, copy=True) for k2, x in injected(i).items()}
+        d["current_player"] = np.asarray(-1 if i % 2 else spec.players, d["current_player"].dtype)
+        try:
+            mask = np.asarray(ref.state_from_dict(d).legal_action_mask)
+        except SpecRuntimeError:
+            continue
+        ids = _outside_box(spec, gen)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen)[i % 2 :: 2]
+        if not box and np.any(mask):
+            ids.append(_action(spec, mask, gen))
+        for a in ids:
+            key, k = rng.split(key)
+            nobody.cases += 1
+            where = f"state {i} with current_player = {int(d['current_player'])}"
+            m, _, _ = _one_step(spec, ref, env, d, a, k, where, wrote)
+            if m == "":
+                nobody.cases -= 1
+            elif m is not None:
+                nobody.fail(m)
     invariants = Check("L2", "the same invariants fail on injected states as on the reference")
 
     def same_invariants(d: dict[str, np.ndarray], what: str) -> None:
@@ -1106,4 +1128,5 @@ def level2_contract(
                         edges.fail(m)
     edges.figures = {"ill_conditioned": ties}
     edges.cases -= ties
-    return [illegal, finished] + ([invariants] if spec.invariants else []) + ([edges] if edges.cases else [])
+    checks = [illegal, finished, nobody] + ([invariants] if spec.invariants else [])
+    return checks + ([edges] if edges.cases else [])

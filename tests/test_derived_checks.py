@@ -124,3 +124,16 @@ def test_declared_bound_of_an_integer_field_is_tried_in_reached_states() -> None
     inv = checks["the same invariants fail on injected states as on the reference"]
     assert not inv.passed and "= 17" in inv.failures[0] and "tiles_in_range" in inv.failures[0]
     assert checks["one step from reference-rollout states"].passed and checks["one step from fuzzed states"].passed
+
+
+def test_the_fallback_for_a_player_to_move_out_of_range_is_compared() -> None:
+    """The other players' share of an illegal id's penalty reaches the mover's own slot only when the player to
+    move is no player: a state the rollouts and the fuzzing (which keep `current_player` in range) never give."""
+    share = "-ILLEGAL_ACTION_PENALTY * (NUM_PLAYERS - {})"
+    env = _edited("cartpole.yaml", share.format(1), share.format(2))
+    checks = _checks(env)
+    assert all(c.passed for n, c in checks.items() if "out of range (-1" not in n), [
+        (n, c.failures[:1]) for n, c in checks.items() if not c.passed
+    ]
+    nobody = checks["one step with the player to move out of range (-1, num_players)"]
+    assert not nobody.passed and "current_player = " in nobody.failures[0] and "'rewards'" in nobody.failures[0]
