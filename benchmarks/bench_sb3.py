@@ -51,8 +51,8 @@ def step_rate(vec: VecEnv, steps: int) -> float:
 def ppo_rate(vec: VecEnv, steps: int) -> float:
     model = PPO("MlpPolicy", vec, seed=0, device="cpu")
     t0 = time.perf_counter()
-    model.learn(steps)
-    return steps / (time.perf_counter() - t0)
+    model.learn(steps)  # whole rollouts: at least n_steps x num_envs env steps
+    return model.num_timesteps / (time.perf_counter() - t0)
 
 
 def host() -> str:
