@@ -89,8 +89,8 @@ def play(
     """Play one episode with a person at `seat` (every seat of a one-player spec); returns the returns."""
     console = console or Console()
     read = read or console.input
-    if spec.box is not None:
-        raise PlayError("envc play needs discrete actions; this spec has a continuous action box")
+    if spec.box is not None and spec.players > 1:
+        raise PlayError("envc play with a continuous action box needs a one-player spec")
     if not 0 <= seat < spec.players:
         raise PlayError(f"--seat must be between 0 and {spec.players - 1}")
     other = random_chooser(seed) if opponent == "random" else policy_chooser(opponent, spec, seed)
@@ -105,8 +105,18 @@ def play(
         console.print(renderer.text(d) if renderer is not None else summary(spec, d), markup=False, highlight=False)
 
     t = 0
+    last: np.ndarray | None = None
     while not (bool(state.terminated) or bool(state.truncated)) and t < max_steps:
         show()
+        if spec.box is not None:
+            last = _read_box(spec, read, console, last)
+            if last is None:
+                console.print("quit")
+                return returns
+            t += 1
+            state = env.step(state, last, rng.fold_in(seed_key, t))
+            returns += np.asarray(state.rewards, np.float64)
+            continue
         mask = np.asarray(state.legal_action_mask, np.bool_)
         player = int(state.current_player)
         legal = np.flatnonzero(mask)
@@ -144,6 +154,30 @@ def play(
     else:
         console.print(f"episode over after {t} steps: return {returns[0]:+g}", markup=False)
     return returns
+
+
+def _read_box(spec: SpecIR, read: Callable[[str], str], console: Console, last: np.ndarray | None) -> np.ndarray | None:
+    """A continuous action typed by the player: one number per element, within the box (None: quit)."""
+    assert spec.box is not None
+    lo, hi, shape = spec.box.low, spec.box.high, tuple(spec.box.shape)
+    n = int(np.prod(shape))
+    again = f"Enter repeats {' '.join(f'{v:g}' for v in last.reshape(-1))}, " if last is not None else ""
+    while True:
+        try:
+            text = read(f"your action: {n} number(s) in [{lo:g}, {hi:g}] ({again}q to quit): ").strip()
+        except EOFError:
+            raise PlayError("the input ended before the game did") from None
+        if text.lower() in ("q", "quit"):
+            return None
+        if not text and last is not None:
+            return last
+        try:
+            values = np.array([float(v) for v in text.replace(",", " ").split()], np.float32)
+        except ValueError:
+            values = np.zeros(0, np.float32)
+        if values.size == n and np.all(np.isfinite(values)) and np.all((values >= lo) & (values <= hi)):
+            return values.reshape(shape)
+        console.print(f"not an action: {text!r} ({n} number(s) in [{lo:g}, {hi:g}])", markup=False)
 
 
 def record(
