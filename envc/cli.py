@@ -70,7 +70,7 @@ def run(
     backend: Annotated[str, typer.Option(help="reference, jax or rust")] = "reference",
     max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
     record: Annotated[
-        str | None, typer.Option(help="Also write one random episode, drawn by the spec's render, to this .gif")
+        str | None, typer.Option(help="Also write one random episode, drawn by the spec's render, to this .gif or .mp4")
     ] = None,
 ) -> None:
     """Play random legal actions and print a summary table."""

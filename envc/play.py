@@ -189,12 +189,14 @@ def record(
     fps: int = 25,
     chooser: Chooser | None = None,
 ) -> int:
-    """Play one episode (random legal actions, or `chooser`) and write its frames to a GIF; returns the frames."""
+    """Play one episode (random legal actions, or `chooser`) and write its frames to a GIF or an MP4 (H.264, by
+    imageio-ffmpeg's ffmpeg); returns the frames."""
     from PIL import Image
 
     target = Path(out)
-    if target.suffix.lower() != ".gif":
-        raise PlayError(f"--record writes a .gif file, not '{target.suffix or target.name}'")
+    kind = target.suffix.lower()
+    if kind not in (".gif", ".mp4"):
+        raise PlayError(f"--record writes a .gif or .mp4 file, not '{target.suffix or target.name}'")
     if not target.parent.is_dir():
         raise PlayError(f"the folder {target.parent} does not exist")
     if spec.render is None:
@@ -214,15 +216,40 @@ def record(
             action = choose(state, np.asarray(state.legal_action_mask, np.bool_))
         state = env.step(state, action, rng.fold_in(seed_key, t))
         frames.append(Image.fromarray(renderer.rgb(state_dict(env, state))))
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gif")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=kind)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # as a file opened for writing would be, not mkstemp's 0600
     try:
-        frames[0].save(tmp, save_all=True, append_images=frames[1:], duration=10 * max(1, 100 // fps), loop=0)
+        if kind == ".mp4":
+            _write_mp4(tmp, [np.asarray(f) for f in frames], fps)
+        else:
+            frames[0].save(tmp, save_all=True, append_images=frames[1:], duration=10 * max(1, 100 // fps), loop=0)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return len(frames)
+
+
+def _write_mp4(path: str, frames: list[np.ndarray], fps: int) -> None:
+    """H.264 in yuv420p, which needs even sides: frames are padded with their edge by one row or column."""
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        raise PlayError("--record out.mp4 needs imageio-ffmpeg (pip install envc[video]); .gif needs nothing") from None
+    h, w = frames[0].shape[:2]
+    pad = ((0, h % 2), (0, w % 2), (0, 0))
+    writer = imageio_ffmpeg.write_frames(
+        path, (w + w % 2, h + h % 2), fps=fps, codec="libx264", macro_block_size=2, output_params=["-f", "mp4"]
+    )
+    writer.send(None)  # start ffmpeg
+    try:
+        for f in frames:
+            writer.send(np.ascontiguousarray(np.pad(f[..., :3], pad, mode="edge")))
+    finally:
+        writer.close()
 
 
 __all__ = ["PlayError", "action_names", "play", "record"]

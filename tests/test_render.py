@@ -142,8 +142,31 @@ def test_run_record_writes_a_gif(tmp_path: Path) -> None:
             gif.seek(i)
             total += gif.info["duration"]
         assert total == frames * 40  # 25 frames a second
-    bad = CliRunner().invoke(app, ["run", CARTPOLE, "--episodes", "1", "--record", str(tmp_path / "x.mp4")])
-    assert bad.exit_code == 2 and "error:" in bad.output and not (tmp_path / "x.mp4").exists()
+    bad = CliRunner().invoke(app, ["run", CARTPOLE, "--episodes", "1", "--record", str(tmp_path / "x.avi")])
+    assert bad.exit_code == 2 and "error:" in bad.output and not (tmp_path / "x.avi").exists()
+
+
+def test_run_record_writes_an_mp4_of_the_same_frames(tmp_path: Path) -> None:
+    """H.264 via imageio-ffmpeg: every frame is there, and each decodes close to the GIF's (lossy, yuv420p)."""
+    import imageio_ffmpeg
+
+    gif, mp4 = tmp_path / "cp.gif", tmp_path / "cp.mp4"
+    for out in (gif, mp4):
+        result = CliRunner().invoke(app, ["run", CARTPOLE, "--episodes", "1", "--seed", "3", "--record", str(out)])
+        assert result.exit_code == 0, result.output
+    frames = imageio_ffmpeg.read_frames(str(mp4))
+    meta = next(frames)
+    assert meta["size"] == (600, 400) and meta["fps"] == 25 and meta["codec"] == "h264"
+    decoded = [np.frombuffer(f, np.uint8).reshape(400, 600, 3) for f in frames]
+    n = int(re.search(r"\((\d+) frames\)", result.output).group(1))  # type: ignore[union-attr]
+    assert len(decoded) == n
+    with Image.open(gif) as g:  # the GIF's first and last frames are the episode's first and last
+        first = np.asarray(g.convert("RGB"))
+        g.seek(g.n_frames - 1)
+        last = np.asarray(g.convert("RGB"))
+    for ours, want in ((decoded[0], first), (decoded[-1], last)):
+        assert np.abs(ours.astype(int) - want.astype(int)).mean() < 3.0
+    assert not np.array_equal(decoded[0], decoded[-1])
 
 
 def test_play_tic_tac_toe_to_the_end() -> None:
