@@ -544,6 +544,9 @@ def train(
     num_envs: Annotated[int | None, typer.Option(help="Envs stepped in parallel (config: num_envs)")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the network, envs and sampling")] = None,
     config: Annotated[str | None, typer.Option(help="YAML or JSON file of PPO settings (docs/train.md)")] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="Go on with this interrupted run (its folder) from its last chunk")
+    ] = None,
 ) -> None:
     """Train PPO on the spec's JAX env (self-play for multi-player specs): metrics, curve and checkpoints."""
     from envc.train.checkpoint import RunError
@@ -557,7 +560,7 @@ def train(
             print(d.format(), file=sys.stderr)
         raise typer.Exit(2) from None
     try:
-        code = train_cli(model, out, steps, num_envs, seed, config)
+        code = train_cli(model, out, steps, num_envs, seed, config, resume)
     except (RunError, ConfigError) as e:
         _error(e)
         raise typer.Exit(2) from None

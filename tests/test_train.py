@@ -95,6 +95,37 @@ def test_interrupted_cartpole_run_writes_outputs_and_a_loadable_checkpoint(tmp_p
     assert load_run(tmp_path / "run", checkpoint="step_000000001024").meta["steps"] == 1024
 
 
+def test_an_interrupted_run_resumed_equals_the_run_never_stopped(tmp_path: Path) -> None:
+    """Stopped after 2 of 3 chunks, then `envc train --resume`: the same metrics, evaluations and parameters as
+    one uninterrupted run (timings aside), from the carry (optimizer, env batch, key) saved after each chunk."""
+    spec = envc.load(str(TIC_TAC_TOE))
+    config = make_config(spec, total_steps=3 * 4 * 8 * 32, **TINY)
+
+    def stop_after_two(info: dict[str, Any]) -> None:
+        if info["updates"] == 8:
+            raise KeyboardInterrupt
+
+    whole = train(spec, tmp_path / "whole", config, progress=False)
+    cut = train(spec, tmp_path / "cut", config, on_chunk=stop_after_two, progress=False)
+    assert cut.interrupted and cut.updates == 8 and not whole.interrupted
+    bad = CliRunner().invoke(app, ["train", str(TIC_TAC_TOE), "--resume", str(tmp_path / "cut"), "--steps", "99"])
+    assert bad.exit_code == 2 and "drop --steps" in bad.output
+    nothing = CliRunner().invoke(app, ["train", str(TIC_TAC_TOE), "--resume", str(tmp_path / "nowhere")])
+    assert nothing.exit_code == 2 and "error:" in nothing.output
+    done = CliRunner().invoke(app, ["train", str(TIC_TAC_TOE), "--resume", str(tmp_path / "cut")])
+    assert done.exit_code == 0, done.output
+    timing = ("steps_per_s", "wall_s")
+    a, b = (json.loads((tmp_path / r / "metrics.json").read_text()) for r in ("whole", "cut"))
+    assert [{k: v for k, v in r.items() if k not in timing} for r in a["updates"]] == [
+        {k: v for k, v in r.items() if k not in timing} for r in b["updates"]
+    ]
+    assert len(a["updates"]) == 12 and a["vs_random"] == b["vs_random"] and len(a["vs_random"]) == 3
+    pa, pb = (load_run(tmp_path / r).params for r in ("whole", "cut"))
+    assert all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(pa), jax.tree.leaves(pb), strict=True))
+    names = [[p.name for p in list_checkpoints(tmp_path / r)] for r in ("whole", "cut")]
+    assert names[0] == names[1] and len(names[0]) == 3
+
+
 def test_self_play_tic_tac_toe_runs_and_records_both_players(ttt_run: tuple[Path, Any]) -> None:
     run_dir, result = ttt_run
     assert not result.interrupted and result.steps == 2048

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jax
+import numpy as np
 from flax import serialization
 
 import envc
@@ -22,6 +24,7 @@ from envc.train.networks import Policy, make_network, make_policy
 
 RUN_FILE = "run.json"
 CHECKPOINTS = "checkpoints"
+RESUME_FILE = "resume.msgpack"  # the whole training carry after the last chunk: `envc train --resume RUN`
 
 
 class RunError(Exception):
@@ -84,6 +87,32 @@ def save_checkpoint(run_dir: Path, params: Any, meta: dict[str, Any]) -> Path:
     state = {"params": serialization.to_state_dict(params), "meta": json.dumps(meta, sort_keys=True)}
     write_atomic(path, serialization.msgpack_serialize(state))
     return path
+
+
+def save_resume(run_dir: Path, carry: Any, meta: dict[str, Any]) -> None:
+    """Write every array of the training carry (host copies, in tree order) and `meta`, atomically."""
+    leaves = [np.asarray(x) for x in jax.tree.leaves(jax.device_get(carry))]
+    body = {"leaves": {str(i): x for i, x in enumerate(leaves)}, "meta": json.dumps(meta, sort_keys=True)}
+    write_atomic(run_dir / RESUME_FILE, serialization.msgpack_serialize(body))
+
+
+def read_resume(run_dir: Path, template: Any) -> tuple[Any, dict[str, Any]]:
+    """The carry saved by `save_resume`, laid out (tree, shapes, dtypes, shardings) as `template`."""
+    path = run_dir / RESUME_FILE
+    try:
+        body = serialization.msgpack_restore(path.read_bytes())
+        saved = [np.asarray(body["leaves"][str(i)]) for i in range(len(body["leaves"]))]
+        meta = json.loads(body["meta"])
+    except FileNotFoundError:
+        raise RunError(f"{run_dir}: nothing to resume (no {RESUME_FILE}: the run ended before its first chunk, "
+                       "or on several hosts)") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RunError(f"{path}: not a readable envc resume file ({type(e).__name__}: {e})") from None
+    slots = jax.tree.leaves(template)
+    if len(saved) != len(slots) or any(s.shape != t.shape or s.dtype != t.dtype for s, t in zip(saved, slots)):
+        raise RunError(f"{path}: its arrays do not fit this run's trainer (another config or envc version)")
+    placed = [jax.device_put(s, t.sharding) for s, t in zip(saved, slots)]
+    return jax.tree.unflatten(jax.tree.structure(template), placed), meta
 
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:

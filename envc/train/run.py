@@ -20,7 +20,17 @@ from jax.sharding import Mesh
 
 import envc
 from envc import ir
-from envc.train.checkpoint import RUN_FILE, RunError, run_meta, save_checkpoint, write_atomic, write_run_file
+from envc.train.checkpoint import (
+    RUN_FILE,
+    RunError,
+    list_checkpoints,
+    read_resume,
+    run_meta,
+    save_checkpoint,
+    save_resume,
+    write_atomic,
+    write_run_file,
+)
 from envc.train.config import TrainConfig, spec_kind
 from envc.train.ppo import Trainer
 
@@ -152,16 +162,19 @@ def train(
     eval_games: int = 256,
     eval_max_steps: int = 1000,
     devices: list[Any] | None = None,
+    resume: bool = False,
 ) -> TrainResult:
     """Train PPO on `spec`'s JAX env, writing run.json, checkpoints, metrics and curve.png into `run_dir`.
 
     Ctrl-C (KeyboardInterrupt, also from `on_chunk`) stops after writing the outputs: the last checkpoint is
-    the one written after the last whole chunk.
+    the one written after the last whole chunk. With `resume`, the run in `run_dir` goes on from the carry saved
+    after its last chunk (one process only), to the same updates, metrics and parameters as if never stopped.
     """
     check_trainable(spec)
     root = Path(run_dir)
-    if (root / RUN_FILE).exists():
-        raise RunError(f"{root} already holds a run; choose another -o folder or remove it")
+    if (root / RUN_FILE).exists() != resume:
+        raise RunError(f"{root}: no run to resume" if resume else
+                       f"{root} already holds a run; choose another -o folder, remove it, or --resume it")
     mesh = device_mesh(devices)
     jenv = envc.build(spec, backend="jax")
     try:
@@ -169,8 +182,9 @@ def train(
     except ValueError as e:
         raise RunError(str(e)) from None
     lead = jax.process_index() == 0  # only one host writes files
+    single = jax.process_count() == 1  # the resume file gathers the carry on one host
     kind = spec_kind(spec)
-    if lead:
+    if lead and not resume:
         root.mkdir(parents=True, exist_ok=True)
         write_run_file(root, spec, config, {"kind": kind, "devices": 1 if mesh is None else mesh.size})
     multi = spec.players > 1 and spec.box is None and eval_games > 0
@@ -180,6 +194,15 @@ def train(
     done_updates, train_s, interrupted = 0, 0.0, False
     last_ckpt: Path | None = None
     carry = trainer.init(config.seed)
+    if resume:
+        carry, _ = read_resume(root, carry)
+        done_updates = int(jax.device_get(carry.update))
+        saved = json.loads((root / "metrics.json").read_text())
+        rows, evals = saved["updates"][:done_updates], [e for e in saved["vs_random"]
+                                                        if e["env_steps"] <= done_updates * config.batch_size]
+        train_s = float(rows[-1]["wall_s"]) if rows else 0.0
+        found = list_checkpoints(root)
+        last_ckpt = found[-1] if found else None
     compile_s = trainer.compile(carry, min(chunk, total))
 
     from rich.console import Console
@@ -217,6 +240,8 @@ def train(
                     last_ckpt = save_checkpoint(root, params, {**run_meta(spec, config), "steps": steps,
                                                                "updates": done_updates, "kind": kind})
                     write_metrics(root, rows, evals)
+                    if single:
+                        save_resume(root, carry, {**run_meta(spec, config), "updates": done_updates})
                 bar.update(task, completed=steps, info=info)
                 if on_chunk is not None:
                     on_chunk({"steps": steps, "updates": done_updates, "checkpoint": last_ckpt, "rows": new})
@@ -235,17 +260,28 @@ def default_run_dir(spec: ir.SpecIR, seed: int) -> Path:
 
 
 def train_cli(spec: ir.SpecIR, out: str | None, steps: int | None, num_envs: int | None, seed: int | None,
-              config_file: str | None) -> int:
+              config_file: str | None, resume: str | None = None) -> int:
     """`envc train`: train, print a summary; exit code 0, or 130 when interrupted (RunError/ConfigError raise)."""
     from rich.console import Console
 
+    from envc.train.checkpoint import load_run
     from envc.train.config import make_config
 
     check_trainable(spec)
-    config = make_config(spec, config_file, total_steps=steps, num_envs=num_envs, seed=seed)
+    if resume is not None:
+        given = [n for n, v in (("-o", out), ("--steps", steps), ("--num-envs", num_envs), ("--seed", seed),
+                                ("--config", config_file)) if v is not None]
+        if given:
+            raise RunError(f"--resume goes on with the run's own settings: drop {', '.join(given)}")
+        config = load_run(resume, spec_path=spec.path).config  # the same spec (digest) and envc version
+        run_dir = Path(resume)
+    else:
+        config = make_config(spec, config_file, total_steps=steps, num_envs=num_envs, seed=seed)
+        run_dir = Path(out) if out else default_run_dir(spec, config.seed)
     maybe_init_distributed()
-    run_dir = Path(out) if out else default_run_dir(spec, config.seed)
-    result = train(spec, run_dir, config)
+    if resume is not None and jax.process_count() > 1:
+        raise RunError("--resume runs on one process (multi-host runs write no resume file)")
+    result = train(spec, run_dir, config, resume=resume is not None)
     console = Console(stderr=True, soft_wrap=True, highlight=False)
     if jax.process_index() != 0:
         return 130 if result.interrupted else 0
