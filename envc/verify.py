@@ -1016,19 +1016,22 @@ def level2_contract(
         if m:  # "" cannot happen here: a finished state computes nothing
             finished.fail(m)
     # 14.3's fallbacks where the player to move is no player (an injected state): reads indexed by it clamp,
-    # writes are dropped, and an illegal id's penalty goes to nobody while the others still get their share
+    # writes are dropped, and an illegal id's penalty goes to nobody while the others still get their share.
+    # Its own draws, so that the checks after it see the states they saw before it was added.
+    gen_nobody, key_nobody = np.random.default_rng(seed + 14), rng.key_from_seed(seed + 14)
     for i in range(n):
-        d = {k2: np.array(x, copy=True) for k2, x in injected(i).items()}
+        start = pool[i % len(pool)] if i % 2 == 0 and pool else fuzz_state(spec, base, gen_nobody)
+        d = {k2: np.array(x, copy=True) for k2, x in start.items()}
         d["current_player"] = np.asarray(-1 if i % 2 else spec.players, d["current_player"].dtype)
         try:
             mask = np.asarray(ref.state_from_dict(d).legal_action_mask)
         except SpecRuntimeError:
             continue
-        ids = _outside_box(spec, gen)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen)[i % 2 :: 2]
+        ids = _outside_box(spec, gen_nobody)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen_nobody)[i % 2 :: 2]
         if not box and np.any(mask):
-            ids.append(_action(spec, mask, gen))
+            ids.append(_action(spec, mask, gen_nobody))
         for a in ids:
-            key, k = rng.split(key)
+            key_nobody, k = rng.split(key_nobody)
             nobody.cases += 1
             where = f"state {i} with current_player = {int(d['current_player'])}"
             m, _, _ = _one_step(spec, ref, env, d, a, k, where, wrote)
