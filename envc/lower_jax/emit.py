@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from envc import ir, mathops
+from envc.intervals import interval
 from envc.ir import DType, Ty
 from envc.lower_jax import mathops as jax_mathops
 from envc.lower_jax.names import PyNames
@@ -156,11 +157,8 @@ class Emitter:
 
     # ---- indices -------------------------------------------------------
     def static_index(self, e: ir.Expr, sc: Scope) -> tuple[int, int] | None:
-        if isinstance(e, ir.Lit) and isinstance(e.value, int) and not isinstance(e.value, bool):
-            return e.value, e.value + 1
-        if isinstance(e, ir.Local) and e.name in sc.ranges:
-            return sc.ranges[e.name]
-        return None
+        """The values an index can take ([lo, hi)), where they are known (envc.intervals)."""
+        return interval(e, sc.ranges)
 
     def read_index(self, idx: tuple[ir.Expr, ...], dims: tuple[int, ...], sc: Scope) -> str:
         parts = []

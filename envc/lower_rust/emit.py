@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envc import ir, mathops
+from envc.intervals import interval
 from envc.ir import DType, Ty
 from envc.lower_rust import mathops as rust_mathops
 from envc.lower_rust.names import Names, comment_lines
@@ -365,21 +366,14 @@ class Emitter:
 
     # ---- indices -------------------------------------------------------
     def static_value(self, e: ir.Expr, ctx: Ctx) -> int | None:
-        if isinstance(e, ir.Lit) and not isinstance(e.value, bool) and isinstance(e.value, int):
-            return e.value
-        if isinstance(e, ir.Local) and e.name in ctx.ranges:
-            lo, hi = ctx.ranges[e.name]
-            if hi - lo == 1:
-                return lo
-        return None
+        """The index's value where it has one (a literal, an unrolled loop's variable, `1 - 1`)."""
+        iv = interval(e, ctx.ranges)
+        return iv[0] if iv is not None and iv[1] - iv[0] == 1 else None
 
     def in_range(self, e: ir.Expr, dim: int, ctx: Ctx) -> bool:
-        return (
-            isinstance(e, ir.Local)
-            and e.name in ctx.ranges
-            and 0 <= ctx.ranges[e.name][0]
-            and ctx.ranges[e.name][1] <= dim
-        )
+        """Can the index never leave [0, dim) (so it needs no clamp or guard)?"""
+        iv = interval(e, ctx.ranges)
+        return iv is not None and 0 <= iv[0] and iv[1] <= dim
 
     def read_offset(self, idx: tuple[ir.Expr, ...], shape: tuple[int, ...], ctx: Ctx) -> str:
         """The flat offset of the leading indices `idx` (each clamped into its dimension)."""

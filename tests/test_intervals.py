@@ -1,0 +1,83 @@
+"""`envc.intervals`: the value range of an index expression contains every value it takes (a clamp is dropped only
+where it can never fire), is exact on the forms the lowerings meet, and gives up where the type could wrap."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envc import ir
+from envc.diagnostics import Span
+from envc.intervals import interval
+
+SPAN = Span("t.yaml", 1, 1, 1, 2)
+I32, I8 = ir.Ty(dtype=ir.DType.I32), ir.Ty(dtype=ir.DType.I8)
+OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod}
+
+
+def lit(v: int, t: ir.Ty = I32) -> ir.Lit:
+    return ir.Lit(ty=t, span=SPAN, value=v)
+
+
+def local(name: str, t: ir.Ty = I32) -> ir.Local:
+    return ir.Local(ty=t, span=SPAN, name=name)
+
+
+def binary(op: str, a: Any, b: Any, t: ir.Ty = I32) -> ir.Binary:
+    return ir.Binary(ty=t, span=SPAN, op=op, a=a, b=b)
+
+
+def value(e: Any, env: dict[str, int]) -> int:
+    if isinstance(e, ir.Lit):
+        return int(e.value)
+    if isinstance(e, ir.Local):
+        return env[e.name]
+    if isinstance(e, ir.Unary):
+        return -value(e.x, env)
+    if isinstance(e, ir.Math):
+        return (min if e.fn == "min" else max)(value(e.args[0], env), value(e.args[1], env))
+    return OPS[e.op](value(e.a, env), value(e.b, env))  # type: ignore[no-any-return]
+
+
+@st.composite
+def expressions(draw: st.DrawFn, depth: int = 3) -> Any:
+    if depth == 0 or draw(st.booleans()):
+        return draw(st.sampled_from([local("i"), local("j")]) | st.integers(-12, 12).map(lit))
+    kind = draw(st.sampled_from(["+", "-", "*", "//", "%", "neg", "min", "max"]))
+    x = draw(expressions(depth - 1))
+    if kind in ("//", "%"):
+        return binary(kind, x, lit(draw(st.integers(1, 7))))
+    if kind == "neg":
+        return ir.Unary(ty=I32, span=SPAN, op="neg", x=x)
+    y = draw(expressions(depth - 1))
+    if kind in ("min", "max"):
+        return ir.Math(ty=I32, span=SPAN, fn=kind, args=(x, y))
+    return binary(kind, x, y)
+
+
+@settings(max_examples=400, deadline=None)
+@given(expressions(), st.integers(-15, 15), st.integers(1, 9), st.integers(-15, 15), st.integers(1, 9))
+def test_the_range_holds_every_value(e: Any, i0: int, ni: int, j0: int, nj: int) -> None:
+    got = interval(e, {"i": (i0, i0 + ni), "j": (j0, j0 + nj)})
+    values = {value(e, {"i": i, "j": j}) for i in range(i0, i0 + ni) for j in range(j0, j0 + nj)}
+    assert got is not None
+    assert got[0] <= min(values) and max(values) < got[1]
+
+
+def test_the_forms_the_lowerings_meet_are_exact() -> None:
+    rows = {"row": (1, 6), "c": (0, 16), "i": (0, 3)}
+    assert interval(binary("-", local("row"), lit(1)), rows) == (0, 5)  # connect four's gravity: board[row - 1]
+    assert interval(binary("//", local("c"), lit(4)), rows) == (0, 4)  # 2048's board[c // 4, c % 4]
+    assert interval(binary("%", local("c"), lit(4)), rows) == (0, 4)
+    assert interval(binary("-", lit(2), local("i")), rows) == (0, 3)  # tic-tac-toe's anti-diagonal
+    assert interval(binary("%", lit(7), lit(3)), {}) == (1, 2)  # an unrolled loop's constant: a static index
+    assert interval(local("p"), rows) is None  # a function parameter, a state field: unknown
+
+
+def test_an_expression_that_could_wrap_is_unknown() -> None:
+    assert interval(binary("+", local("i", I8), lit(100, I8), I8), {"i": (0, 100)}) is None  # 199 wraps in i8
+    assert interval(binary("+", local("i", I8), lit(27, I8), I8), {"i": (0, 100)}) == (27, 127)
+    assert interval(binary("//", local("i"), local("j")), {"i": (0, 9), "j": (1, 3)}) is None  # not a constant
