@@ -81,3 +81,12 @@ def test_an_expression_that_could_wrap_is_unknown() -> None:
     assert interval(binary("+", local("i", I8), lit(100, I8), I8), {"i": (0, 100)}) is None  # 199 wraps in i8
     assert interval(binary("+", local("i", I8), lit(27, I8), I8), {"i": (0, 100)}) == (27, 127)
     assert interval(binary("//", local("i"), local("j")), {"i": (0, 9), "j": (1, 3)}) is None  # not a constant
+
+
+def test_constant_tables_bound_what_is_read_from_them() -> None:
+    """2048's `let c = LINE[d, i, j]`: any element of the table (0..15), so `board[c // 4, c % 4]` needs no clamp."""
+    table = ir.Read(ty=I32, span=SPAN, space="const", name="LINE", index=(local("d"),))
+    consts = {"LINE": (0, 16)}
+    assert interval(table, {}, consts) == (0, 16)
+    assert interval(binary("//", table, lit(4)), {}, consts) == (0, 4)
+    assert interval(table, {}) is None  # a table whose values are not given

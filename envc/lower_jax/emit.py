@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from envc import ir, mathops
-from envc.intervals import interval
+from envc.intervals import assigned_locals, const_ranges, interval
 from envc.ir import DType, Ty
 from envc.lower_jax import mathops as jax_mathops
 from envc.lower_jax.names import PyNames
@@ -79,6 +79,7 @@ class Emitter:
 
     def __init__(self, spec: ir.SpecIR, names: dict[str, int] | None = None, py: PyNames | None = None):
         self.spec = spec
+        self.consts = const_ranges(spec)
         self.py = py if py is not None else PyNames(spec)
         self.lines: list[str] = []
         self.depth = 1
@@ -158,7 +159,7 @@ class Emitter:
     # ---- indices -------------------------------------------------------
     def static_index(self, e: ir.Expr, sc: Scope) -> tuple[int, int] | None:
         """The values an index can take ([lo, hi)), where they are known (envc.intervals)."""
-        return interval(e, sc.ranges)
+        return interval(e, sc.ranges, self.consts)
 
     def read_index(self, idx: tuple[ir.Expr, ...], dims: tuple[int, ...], sc: Scope) -> str:
         parts = []
@@ -442,8 +443,14 @@ class Emitter:
 
     # ---- statements ----------------------------------------------------
     def block(self, stmts: tuple[ir.Stmt, ...], sc: Scope) -> None:
-        for s in stmts:
+        for i, s in enumerate(stmts):
             getattr(self, "s_" + s.kind)(s, sc)
+            if isinstance(s, ir.LetS):  # a local never assigned again keeps its value's range
+                iv = None if s.name in assigned_locals(stmts[i + 1 :]) else interval(s.value, sc.ranges, self.consts)
+                if iv is None:
+                    sc.ranges.pop(s.name, None)
+                else:
+                    sc.ranges[s.name] = iv
 
     def s_let(self, s: ir.LetS, sc: Scope) -> None:
         value = self.expr(s.value, sc)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envc import ir, mathops
-from envc.intervals import interval
+from envc.intervals import assigned_locals, const_ranges, interval
 from envc.ir import DType, Ty
 from envc.lower_rust import mathops as rust_mathops
 from envc.lower_rust.names import Names, comment_lines
@@ -261,27 +261,6 @@ def _uniform_draws(e: object) -> list[ir.Random]:
     return [d for k in type(e).model_fields if k not in ("ty", "span") for d in _uniform_draws(getattr(e, k))]
 
 
-def assigned_locals(stmts: tuple[ir.Stmt, ...]) -> set[str]:
-    """Locals that these statements assign (so their `let` must be `mut`)."""
-    out: set[str] = set()
-    for s in stmts:
-        if isinstance(s, ir.Unpack):
-            out |= {t.name for t in s.targets if t.space == "local"}
-        if isinstance(s, ir.Assign) and s.target.space == "local":
-            out.add(s.target.name)
-        elif isinstance(s, ir.ZoneOp) and s.out is not None and s.out.space == "local":
-            out.add(s.out.name)
-        elif isinstance(s, ir.IfS):
-            out |= assigned_locals(s.then) | assigned_locals(s.orelse)
-        elif isinstance(s, ir.Switch):
-            for _, body in s.cases:
-                out |= assigned_locals(body)
-            out |= assigned_locals(s.default)
-        elif isinstance(s, ir.ForS):
-            out |= assigned_locals(s.body)
-    return out
-
-
 class Emitter:
     """Emits the body of one generated function."""
 
@@ -289,6 +268,7 @@ class Emitter:
         self.spec = spec
         self.names = names
         self.an = analysis
+        self.consts = const_ranges(spec)
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
@@ -367,12 +347,12 @@ class Emitter:
     # ---- indices -------------------------------------------------------
     def static_value(self, e: ir.Expr, ctx: Ctx) -> int | None:
         """The index's value where it has one (a literal, an unrolled loop's variable, `1 - 1`)."""
-        iv = interval(e, ctx.ranges)
+        iv = interval(e, ctx.ranges, self.consts)
         return iv[0] if iv is not None and iv[1] - iv[0] == 1 else None
 
     def in_range(self, e: ir.Expr, dim: int, ctx: Ctx) -> bool:
         """Can the index never leave [0, dim) (so it needs no clamp or guard)?"""
-        iv = interval(e, ctx.ranges)
+        iv = interval(e, ctx.ranges, self.consts)
         return iv is not None and 0 <= iv[0] and iv[1] <= dim
 
     def read_offset(self, idx: tuple[ir.Expr, ...], shape: tuple[int, ...], ctx: Ctx) -> str:
@@ -689,6 +669,7 @@ class Emitter:
         self.hoisted = {x: f"{draws}[{i}]" for i, x in enumerate(sites)}
 
     def block(self, stmts: tuple[ir.Stmt, ...], ctx: Ctx) -> None:
+        ctx = Ctx(ctx.key, dict(ctx.ranges), ctx.obs, ctx.action)  # the block's lets add their ranges to this copy
         skip = False
         unpacked = 0  # statements already emitted as part of `let (x, v) = f(...)`
         for i, s in enumerate(stmts):
@@ -700,6 +681,9 @@ class Emitter:
                 continue
             unpacked = self.let_unpack(stmts, i, ctx)
             if unpacked:
+                for t in stmts[i : i + unpacked + 1]:
+                    if isinstance(t, ir.LetS):
+                        ctx.ranges.pop(t.name, None)
                 continue
             nxt = stmts[i + 1] if i + 1 < len(stmts) else None
             if (
@@ -715,9 +699,16 @@ class Emitter:
                 mut = "mut " if s.name in assigned_locals(stmts[i + 2 :]) else ""
                 value = conv(got, nxt.zone.elem.scalar(), s.value.ty, self.enums)
                 self.line(f"let {mut}{self.local(s.name)}: {RUST[s.value.ty.dtype]} = {value};")
+                ctx.ranges.pop(s.name, None)
                 skip = True
             elif isinstance(s, ir.LetS):
-                self.s_let(s, ctx, mutable=s.name in assigned_locals(stmts[i + 1 :]))
+                later = assigned_locals(stmts[i + 1 :])
+                self.s_let(s, ctx, mutable=s.name in later)
+                iv = None if s.name in later else interval(s.value, ctx.ranges, self.consts)
+                if iv is None:
+                    ctx.ranges.pop(s.name, None)
+                else:  # a local never assigned again keeps its value's range (`let c = LINE[d, i, j]`)
+                    ctx.ranges[s.name] = iv
             else:
                 getattr(self, "s_" + s.kind)(s, ctx)
 
