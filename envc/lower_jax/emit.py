@@ -758,7 +758,10 @@ class Emitter:
             new_n = f"{n} + {ok}.astype(jnp.int32)"
         elif op == "remove_at":
             ok = self.bind("ok", f"({index} >= 0) & ({index} < {n})")
-            got = self.bind("removed", f"jnp.where({ok}, {row}[clamp_index({index}, {cap})], 0).astype({row}.dtype)")
+            assert s.index is not None
+            slot = self.static_index(s.index, sc)
+            at_slot = index if slot is not None and 0 <= slot[0] and slot[1] <= cap else f"clamp_index({index}, {cap})"
+            got = self.bind("removed", f"jnp.where({ok}, {row}[{at_slot}], 0).astype({row}.dtype)")
             new_row = f"jnp.where({ok}, zone_remove({row}, {index}), {row})"
             new_n = f"{n} - {ok}.astype(jnp.int32)"
         elif op == "clear":
