@@ -257,13 +257,17 @@ def test_sharded_run_over_two_host_devices_matches_one_device(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["devices"] == 2 and out["env_shards"] == 2 and not out["env_replicated"]
-    one, two = out["1"], out["2"]
+    _same_run_on_two_devices(out["1"], out["2"], tmp_path / "d2")
+
+
+def _same_run_on_two_devices(one: list[dict[str, Any]], two: list[dict[str, Any]], two_dir: Path) -> None:
+    """The rows of a run on one device and on two: the same episodes; losses differ only by reduction order."""
     assert len(one) == len(two) == 8
-    for a, b in zip(one, two):  # same keys, same episodes; losses differ only by reduction order
+    for a, b in zip(one, two):
         assert a["episodes"] == b["episodes"] and a["mean_return"] == b["mean_return"]
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-4, abs=1e-5)
-    assert json.loads((tmp_path / "d2" / "run.json").read_text())["meta"]["devices"] == 2
-    assert load_run(tmp_path / "d2").meta["steps"] == 2048
+    assert json.loads((two_dir / "run.json").read_text())["meta"]["devices"] == 2
+    assert load_run(two_dir).meta["steps"] == 2048
 
 
 def _free_port() -> int:
@@ -300,9 +304,4 @@ def test_two_processes_through_jax_distributed_match_one_process(tmp_path: Path)
     assert "1 device(s)" in single.stderr
     two = json.loads((tmp_path / "p0" / "metrics.json").read_text())["updates"]
     one = json.loads((tmp_path / "one" / "metrics.json").read_text())["updates"]
-    assert len(one) == len(two) == 8
-    for a, b in zip(one, two):  # same keys, same episodes; losses differ only by reduction order
-        assert a["episodes"] == b["episodes"] and a["mean_return"] == b["mean_return"]
-        assert a["loss"] == pytest.approx(b["loss"], rel=1e-4, abs=1e-5)
-    assert json.loads((tmp_path / "p0" / "run.json").read_text())["meta"]["devices"] == 2
-    assert load_run(tmp_path / "p0").meta["steps"] == 2048
+    _same_run_on_two_devices(one, two, tmp_path / "p0")
