@@ -6,7 +6,8 @@ episode's observation is returned, the last one is in `infos[i]["terminal_observ
 agent's action is ever ignored. Envs are seeded as SB3 seeds its own `DummyVecEnv` (`seed(s)` gives env i the
 seed `s + i`) and keyed as `envc.gymnasium`'s envs, so `RustVecEnv` and `DummyVecEnv` over `gym.make` of the
 same spec give the same episodes, observation for observation. The legal action mask is in every info dict and
-`env_method("action_masks")` returns it, as sb3-contrib's `MaskablePPO` asks.
+`env_method("action_masks")` returns it, as sb3-contrib's `MaskablePPO` asks. With `render_mode="rgb_array"` (a
+spec with a `render` section) `get_images` draws every env, so SB3's `VecVideoRecorder` records the batch.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 import envc.gymnasium as eg
 from envc.ir import SpecIR
+from envc.render import state_dict
 
 
 class RustVecEnv(VecEnv):
@@ -34,12 +36,19 @@ class RustVecEnv(VecEnv):
         num_envs: int,
         params: Mapping[str, Any] | None = None,
         threads: int | None = 1,
+        render_mode: str | None = None,
     ):
         self.spec_ir = _single_player(spec)
         self.spec = gymnasium.envs.registration.EnvSpec(id=eg.default_id(self.spec_ir))
-        self.render_mode = None
+        allowed = [None, "rgb_array"] if self.spec_ir.render is not None else [None]
+        if render_mode not in allowed:
+            raise ValueError(f"render_mode {render_mode!r} is not one of {allowed} for spec '{self.spec_ir.name}'"
+                             + ("" if self.spec_ir.render is not None else " (it declares no render section)"))
+        self.render_mode = render_mode
+        self._env = eg.build(spec, "rust", params)
+        self._renderer = eg.renderer_of(self._env) if render_mode is not None else None
         # "disabled": the batch never restarts an env by itself; step_wait resets the finished ones at once.
-        self._vec = eg.build(spec, "rust", params).vector_env(num_envs, threads=threads, autoreset_mode="disabled")
+        self._vec = self._env.vector_env(num_envs, threads=threads, autoreset_mode="disabled")
         super().__init__(num_envs, self._vec.single_observation_space, self._vec.single_action_space)
         self._actions: np.ndarray | None = None
         self._masks = np.ones((num_envs, 0), np.bool_)
@@ -124,8 +133,12 @@ class RustVecEnv(VecEnv):
         return [False for _ in self._get_indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        """The Rust batch does not render: one None per env (render one env with `gym.make(..., render_mode=...)`)."""
-        return [None] * self.num_envs
+        """Every env's state drawn by the spec's `render` section (render_mode "rgb_array"; else Nones), as SB3's
+        `VecVideoRecorder` asks."""
+        if self._renderer is None:
+            return [None] * self.num_envs
+        batch = self._vec._batch
+        return [self._renderer.rgb(state_dict(self._env, batch.state(i))) for i in range(self.num_envs)]
 
 
 def _row(obs: Any, i: int) -> Any:
@@ -151,6 +164,7 @@ def make_vec_env(
     backend: str = "rust",
     params: Mapping[str, Any] | None = None,
     threads: int | None = 1,
+    render_mode: str | None = None,
 ) -> VecEnv:
     """An SB3 `VecEnv` of `n_envs` envs of a single-player spec, as SB3's `make_vec_env` (env i seeded `seed + i`).
 
@@ -160,10 +174,10 @@ def make_vec_env(
     steps/s with one thread, 2.6K with two); more pay off only where the env's own step is costly.
     """
     if backend == "rust":
-        vec: VecEnv = RustVecEnv(spec, n_envs, params=params, threads=threads)
+        vec: VecEnv = RustVecEnv(spec, n_envs, params=params, threads=threads, render_mode=render_mode)
     elif backend in eg.BACKENDS:
         _single_player(spec)
-        vec = DummyVecEnv([_maker(spec, backend, params) for _ in range(n_envs)])
+        vec = DummyVecEnv([_maker(spec, backend, params, render_mode) for _ in range(n_envs)])
     else:
         raise ValueError(f"backend '{backend}' is not available (have: {', '.join(eg.BACKENDS)})")
     if seed is not None:
@@ -171,9 +185,11 @@ def make_vec_env(
     return vec
 
 
-def _maker(spec: SpecIR | str | PathLike[str], backend: str, params: Mapping[str, Any] | None) -> Any:
+def _maker(
+    spec: SpecIR | str | PathLike[str], backend: str, params: Mapping[str, Any] | None, render_mode: str | None
+) -> Any:
     source = spec if isinstance(spec, SpecIR) else str(spec)
-    return lambda: eg.make_env(source, backend, params)
+    return lambda: eg.make_env(source, backend, params, render_mode=render_mode)
 
 
 __all__ = ["RustVecEnv", "make_vec_env"]

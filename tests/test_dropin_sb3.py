@@ -146,3 +146,29 @@ def test_cleanrl_ppo_runs_unchanged_on_envc_cartpole(tmp_path: Path) -> None:
     import gymnasium as gym
 
     assert type(gym.make(env_id).unwrapped).__module__.endswith(".gym")  # the id is envc's Rust GymEnv
+
+
+def test_rust_vec_env_renders_every_env_and_sb3_records_a_video(tmp_path: Path) -> None:
+    """render_mode="rgb_array": each env drawn as gymnasium's own `render()` of the same env draws it, and SB3's
+    `VecVideoRecorder` (moviepy) writes the batch to an mp4."""
+    from stable_baselines3.common.vec_env import VecVideoRecorder
+
+    ours = es.make_vec_env(CARTPOLE, 2, seed=5, render_mode="rgb_array")
+    theirs = DummyVecEnv([lambda: eg.make_env(CARTPOLE, "rust", render_mode="rgb_array") for _ in range(2)])
+    theirs.seed(5)
+    ours.reset(), theirs.reset()
+    for t in range(30):
+        for a, b in zip(ours.get_images(), theirs.get_images(), strict=True):
+            assert a is not None and a.shape == (400, 600, 3)
+            np.testing.assert_array_equal(a, b)
+        ours.step(np.array([t % 2, 1])), theirs.step(np.array([t % 2, 1]))
+    assert ours.render().shape == (800, 600, 3)  # SB3 tiles the batch (two envs: one above the other)
+    recorder = VecVideoRecorder(ours, str(tmp_path), record_video_trigger=lambda step: step == 0, video_length=20)
+    recorder.reset()
+    for _ in range(25):
+        recorder.step(np.array([0, 1]))
+    recorder.close()
+    (video,) = tmp_path.glob("*.mp4")
+    assert video.stat().st_size > 1000
+    with pytest.raises(ValueError, match="declares no render section"):
+        es.make_vec_env(GAME_2048, 1, render_mode="rgb_array")
