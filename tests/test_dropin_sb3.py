@@ -15,6 +15,7 @@ import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
+from test_dropin_gym import _equal  # arrays, dicts and tuples of them, equal
 
 import envc.gymnasium as eg
 import envc.sb3 as es
@@ -31,15 +32,6 @@ def _dummy(spec: str, n: int, seed: int | None, params: dict[str, Any] | None = 
     if seed is not None:
         vec.seed(seed)
     return vec
-
-
-def _equal(a: Any, b: Any) -> None:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for k in a:
-            _equal(a[k], b[k])
-    else:
-        np.testing.assert_array_equal(a, b)
 
 
 def _lockstep(ours: VecEnv, theirs: VecEnv, actions: list[np.ndarray]) -> tuple[int, int]:
