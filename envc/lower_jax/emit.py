@@ -161,6 +161,11 @@ class Emitter:
         """The values an index can take ([lo, hi)), where they are known (envc.intervals)."""
         return interval(e, sc.ranges, self.consts)
 
+    def in_range(self, e: ir.Expr, n: int, sc: Scope) -> bool:
+        """Can the index never leave [0, n) (so it needs no clamp or guard)?"""
+        rng = self.static_index(e, sc)
+        return rng is not None and 0 <= rng[0] and rng[1] <= n
+
     def read_index(self, idx: tuple[ir.Expr, ...], dims: tuple[int, ...], sc: Scope) -> str:
         parts = []
         for e, n in zip(idx, dims):
@@ -169,7 +174,7 @@ class Emitter:
                 parts.append(str(rng[0]))  # a Python int: a static slice, no gather
                 continue
             x = self.expr(e, sc)
-            parts.append(x if rng is not None and rng[0] >= 0 and rng[1] <= n else f"clamp_index({x}, {n})")
+            parts.append(x if self.in_range(e, n, sc) else f"clamp_index({x}, {n})")
         return ", ".join(parts)
 
     def write_index(self, idx: tuple[ir.Expr, ...], dims: tuple[int, ...], sc: Scope) -> tuple[str, bool]:
@@ -181,7 +186,7 @@ class Emitter:
                 parts.append(str(rng[0]))
                 continue
             x = self.expr(e, sc)
-            if rng is not None and rng[0] >= 0 and rng[1] <= n:
+            if self.in_range(e, n, sc):
                 parts.append(x)
             else:
                 parts.append(f"drop_index({x}, {n})")
@@ -759,8 +764,7 @@ class Emitter:
         elif op == "remove_at":
             ok = self.bind("ok", f"({index} >= 0) & ({index} < {n})")
             assert s.index is not None
-            slot = self.static_index(s.index, sc)
-            at_slot = index if slot is not None and 0 <= slot[0] and slot[1] <= cap else f"clamp_index({index}, {cap})"
+            at_slot = index if self.in_range(s.index, cap, sc) else f"clamp_index({index}, {cap})"
             got = self.bind("removed", f"jnp.where({ok}, {row}[{at_slot}], 0).astype({row}.dtype)")
             new_row = f"jnp.where({ok}, zone_remove({row}, {index}), {row})"
             new_n = f"{n} - {ok}.astype(jnp.int32)"
