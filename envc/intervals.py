@@ -103,4 +103,128 @@ def assigned_locals(stmts: tuple[ir.Stmt, ...]) -> set[str]:
     return out
 
 
-__all__ = ["Interval", "assigned_locals", "const_ranges", "interval"]
+def param_ranges(spec: ir.SpecIR) -> dict[str, dict[str, Interval]]:
+    """The range of each integer parameter of each function and procedure: the union of what every call in the
+    spec passes (`slide(d)` is only called with an action's direction). A parameter the body assigns, one some
+    call passes an unknown value for, or one of a callable that nothing calls, has none. Generated code calls
+    these functions only from the spec's own code, so the union covers every call."""
+    consts = const_ranges(spec)
+    callables = {c.name: c for c in spec.callables}
+    passed: dict[str, list[list[Interval | None]]] = {name: [] for name in callables}
+
+    def fits(iv: Interval | None, ty: ir.Ty) -> Interval | None:
+        if iv is None or ty.shape or not ty.dtype.is_int:
+            return None
+        lo, hi = ty.dtype.int_range
+        return iv if lo <= iv[0] and iv[1] - 1 <= hi else None
+
+    def record(name: str, args: tuple[ir.Expr, ...], ranges: dict[str, Interval]) -> None:
+        params = callables[name].params
+        passed[name].append([fits(interval(a, ranges, consts), t) for a, (_, t) in zip(args, params)])
+
+    def visit(node: object, ranges: dict[str, Interval]) -> None:
+        """Record the calls in `node` with the ranges of their arguments."""
+        if isinstance(node, tuple):
+            for x in node:
+                visit(x, ranges)
+            return
+        if isinstance(node, ir._Stmt):
+            block((node,), ranges)  # type: ignore[arg-type]  # every _Stmt subclass is in ir.Stmt
+            return
+        if not isinstance(node, ir._Node):
+            return
+        if isinstance(node, ir.CallFn):
+            record(node.fn, node.args, ranges)
+        if isinstance(node, ir.Reduce):
+            ranges = {**ranges, node.var: (node.start, node.stop)}
+        elif isinstance(node, ir.Map):
+            ranges = {k: v for k, v in ranges.items() if k not in node.names}
+        for k in type(node).model_fields:
+            if k not in ("ty", "span"):
+                visit(getattr(node, k), ranges)
+
+    def block(stmts: tuple[ir.Stmt, ...], outer: dict[str, Interval]) -> None:
+        ranges = dict(outer)  # the block's lets add their ranges to this copy
+        for i, s in enumerate(stmts):
+            if isinstance(s, ir.ForS):
+                visit((s.body,), {**ranges, s.var: (s.start, s.stop)})
+                continue
+            if isinstance(s, (ir.IfS, ir.Switch)):
+                visit(s.cond if isinstance(s, ir.IfS) else s.subject, ranges)
+                arms = (s.then, s.orelse) if isinstance(s, ir.IfS) else (*(b for _, b in s.cases), s.default)
+                for arm in arms:
+                    block(arm, ranges)
+                continue
+            if isinstance(s, ir.CallProc):
+                record(s.proc, s.args, ranges)
+            for k in type(s).model_fields:
+                if k != "span":
+                    visit(getattr(s, k), ranges)
+            if isinstance(s, ir.LetS):
+                iv = None if s.name in assigned_locals(stmts[i + 1 :]) else interval(s.value, ranges, consts)
+                if iv is None:
+                    ranges.pop(s.name, None)
+                else:
+                    ranges[s.name] = iv
+            else:  # a local written here loses the range of its `let`
+                for t in _targets(s):
+                    if t.space == "local":
+                        ranges.pop(t.name, None)
+
+    for a in spec.actions:
+        own = {p.name: (p.start, p.stop) for p in a.params}
+        visit(a.legal, own)
+        block(a.effect, own)
+    if spec.box is not None:
+        block(spec.box.effect, {})
+    block(spec.reset, {})
+    block(spec.observation, {})
+    for r in spec.rules:
+        visit(r.when, {})
+        block(r.body, {})
+    visit((spec.reward, spec.terminated, spec.truncated, *(e for _, e in spec.invariants), spec.render), {})
+    # callables after every callable that calls them, so that their own parameters' ranges are known
+    callers: dict[str, set[str]] = {name: set() for name in callables}
+    for c in spec.callables:
+        for callee in _calls(c.body):
+            callers[callee].add(c.name)
+    out: dict[str, dict[str, Interval]] = {}
+    todo = list(callables)
+    while todo:
+        ready = [n for n in todo if not (callers[n] - {m for m in callables if m not in todo})]
+        if not ready:  # recursion (the checker rejects it): no ranges at all rather than unsound ones
+            return {}
+        for name in ready:
+            todo.remove(name)
+            c = callables[name]
+            assigned = assigned_locals(c.body)
+            mine: dict[str, Interval] = {}
+            for j, (pname, _) in enumerate(c.params):
+                got = [call[j] for call in passed[name]]
+                if got and pname not in assigned and all(iv is not None for iv in got):
+                    mine[pname] = (min(iv[0] for iv in got if iv), max(iv[1] for iv in got if iv))
+            out[name] = mine
+            block(c.body, mine)
+    return out
+
+
+def _targets(s: ir.Stmt) -> tuple[ir.Target, ...]:
+    """What a statement writes (not the writes of the statements inside it)."""
+    if isinstance(s, ir.Unpack):
+        return s.targets
+    if isinstance(s, ir.ZoneOp):
+        return (s.out,) if s.out is not None else ()
+    return (s.target,) if isinstance(s, ir.Assign) else ()
+
+
+def _calls(node: object) -> set[str]:
+    """The callables that `node` calls directly."""
+    if isinstance(node, tuple):
+        return set().union(*(_calls(x) for x in node)) if node else set()
+    if not isinstance(node, ir._Node):
+        return set()
+    own = {node.fn} if isinstance(node, ir.CallFn) else {node.proc} if isinstance(node, ir.CallProc) else set()
+    return own.union(*(_calls(getattr(node, k)) for k in type(node).model_fields if k not in ("ty", "span")))
+
+
+__all__ = ["Interval", "assigned_locals", "const_ranges", "interval", "param_ranges"]

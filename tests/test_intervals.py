@@ -6,12 +6,15 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envc import ir
+from envc import ir, pipeline, rng
 from envc.diagnostics import Span
-from envc.intervals import interval
+from envc.interpret import ReferenceEnv
+from envc.intervals import interval, param_ranges
 
 SPAN = Span("t.yaml", 1, 1, 1, 2)
 I32, I8 = ir.Ty(dtype=ir.DType.I32), ir.Ty(dtype=ir.DType.I8)
@@ -90,3 +93,52 @@ def test_constant_tables_bound_what_is_read_from_them() -> None:
     assert interval(table, {}, consts) == (0, 16)
     assert interval(binary("//", table, lit(4)), {}, consts) == (0, 4)
     assert interval(table, {}) is None  # a table whose values are not given
+
+
+@pytest.mark.parametrize(
+    "path", ["specs/connect_four.yaml", "specs/tcg.yaml", "specs/kuhn_poker.yaml", "docs/examples/game_2048.yaml"]
+)
+def test_every_call_passes_a_value_in_its_parameters_range(path: str) -> None:
+    """`param_ranges` against the reference: every argument of every call in random episodes, and in steps where
+    the player to move is no player (verify's L2 states), lies in the range the lowerings drop clamps for."""
+    spec = pipeline.load(path)
+    ranges = param_ranges(spec)
+    ref = ReferenceEnv(spec, strict=False)  # 14.3's fallbacks where the player to move is no player
+    seen: dict[str, list[dict[str, int]]] = {name: [] for name in ranges}
+    names = {c.name: [n for n, _ in c.params] for c in spec.callables}
+    for name, inner in list(ref._c.compiled_fns.items()):
+
+        def spy(fr: Any, args: list[Any], name: str = name, inner: Any = inner) -> Any:
+            given = dict(zip(names[name], args)) if args else {n: fr.loc[n] for n in names[name]}
+            seen[name].append({k: int(v) for k, v in given.items() if k in ranges[name]})
+            return inner(fr, args)
+
+        ref._c.compiled_fns[name] = spy
+    gen = np.random.default_rng(0)
+    for episode in range(3):
+        state = ref.init(rng.key_from_seed(episode))
+        for t in range(150):
+            if state.terminated or state.truncated:
+                break
+            for cp in (-1, spec.players):  # a step from the same state with no player to move
+                d = ref.state_to_dict(state)
+                d["current_player"] = np.asarray(cp, d["current_player"].dtype)
+                odd = ref.state_from_dict(d)
+                for a in np.flatnonzero(odd.legal_action_mask)[:3]:
+                    ref.step(odd, int(a), rng.key_from_seed(t))
+            legal = np.flatnonzero(state.legal_action_mask)
+            state = ref.step(state, int(gen.choice(legal)), rng.key_from_seed(1000 * episode + t))
+    assert any(ranges.values())
+    for name, calls in seen.items():
+        for param, (lo, hi) in ranges[name].items():
+            got = [c[param] for c in calls]
+            assert all(lo <= v < hi for v in got), (name, param, (lo, hi), sorted(set(got)))
+
+
+def test_a_parameter_gets_no_range_where_a_call_passes_an_unknown_value() -> None:
+    """connect four's `four_from` is called with constants and loop variables only; kuhn poker's `showdown` with
+    literal amounts; a player read from the state (tcg's `apply_effect(current_player, ...)`) is unknown."""
+    assert param_ranges(pipeline.load("specs/connect_four.yaml"))["four_from"]["row"] == (0, 6)
+    tcg = param_ranges(pipeline.load("specs/tcg.yaml"))
+    assert "pl" not in tcg["apply_effect"]
+    assert tcg["position_ok"] == {"pl": (0, 2), "s": (0, 6)}

@@ -12,6 +12,7 @@ import numpy as np
 
 from envc import __version__, ir
 from envc.f64 import uses_f64
+from envc.intervals import Interval, param_ranges
 from envc.ir import DType
 from envc.lower_jax.emit import JNP, UNROLL, UNROLL_BUDGET, Emitter, Scope
 from envc.lower_jax.names import PyNames, doc
@@ -95,10 +96,12 @@ def _expr_fn(
     return Function(name, args, em.lines, doc)
 
 
-def _callable_fn(py: PyNames, spec: ir.SpecIR, c: ir.CallableInfo) -> Function:
-    """A spec function (returns its value) or procedure (returns the new state), emitted once."""
+def _callable_fn(py: PyNames, spec: ir.SpecIR, c: ir.CallableInfo, ranges: dict[str, Interval]) -> Function:
+    """A spec function (returns its value) or procedure (returns the new state), emitted once; `ranges`: what every
+    call passes its integer parameters (`envc.intervals.param_ranges`)."""
     em = Emitter(spec, py=py)
     sc = _state_scope(py, spec, "key")
+    sc.ranges.update(ranges)
     args = []
     for pname, _ in c.params:
         sc.vars[f"local:{pname}"] = em.fresh(pname)
@@ -196,7 +199,8 @@ def render(spec: ir.SpecIR, spec_text: str, package: str) -> dict[str, str]:
     env.filters["pyrepr"] = repr
     env.filters["doc"] = doc
     py = PyNames(spec)
-    functions: list[Function] = [_callable_fn(py, spec, c) for c in spec.callables]
+    passed = param_ranges(spec)
+    functions: list[Function] = [_callable_fn(py, spec, c, passed.get(c.name, {})) for c in spec.callables]
     functions.append(
         _writer(
             py,

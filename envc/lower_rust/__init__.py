@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from envc import __version__, ir
+from envc.intervals import param_ranges
 from envc.ir import DType
 from envc.lower_rust import lanes
 from envc.lower_rust.emit import (
@@ -128,18 +129,20 @@ class Lowering:
 
     # ---- functions ---------------------------------------------------------
     def callables(self) -> None:
+        passed = param_ranges(self.spec)  # what every call passes the integer parameters
         for c in self.spec.callables:
             em = self.emitter()
+            ranges = passed.get(c.name, {})
             params = [self.arg(n, self.value_ty(t), c.body) for n, t in c.params]
             doc = [
                 *doc_lines(f"{'Function' if c.returns is not None else 'Procedure'} `{c.name}` of the spec."),
                 "#[allow(dead_code, unused_assignments)]",  # as written in the spec: maybe unused, or a let overwritten
             ]
             if c.returns is not None:
-                em.block(c.body[:-1], Ctx())
+                em.block(c.body[:-1], Ctx(ranges=dict(ranges)))
                 last = c.body[-1]
                 assert isinstance(last, ir.ReturnS)
-                em.line(conv(em.expr(last.value, Ctx()), last.value.ty, c.returns, self.enums))
+                em.line(conv(em.expr(last.value, Ctx(ranges=dict(ranges))), last.value.ty, c.returns, self.enums))
                 args = self.sig(c.body, False, False) + params
                 ret = self.value_ty(c.returns)
                 if c.results:  # a function that returns several values: a tuple
@@ -147,7 +150,7 @@ class Lowering:
                 self.functions.append(Function(self.names.fn(c.name), ", ".join(args), ret, em.lines, doc))
             else:
                 key = self.an.draws(c.body)
-                em.block(c.body, Ctx("key" if key else None))
+                em.block(c.body, Ctx("key" if key else None, dict(ranges)))
                 args = self.sig(c.body, True, key) + params
                 self.functions.append(Function(self.names.fn(c.name), ", ".join(args), "", em.lines, doc))
 
