@@ -1019,22 +1019,28 @@ def level2_contract(
     # writes are dropped, and an illegal id's penalty goes to nobody while the others still get their share.
     # Its own draws, so that the checks after it see the states they saw before it was added.
     gen_nobody, key_nobody = np.random.default_rng(seed + 14), rng.key_from_seed(seed + 14)
-    for i in range(n):
-        start = pool[i % len(pool)] if i % 2 == 0 and pool else fuzz_state(spec, base, gen_nobody)
+    kinds = np.repeat(np.arange(len(spec.actions)), [a.size for a in spec.actions])  # each id's action kind
+    starts = [(f"reached state {j}", pool[j]) for j in range(len(pool))] + [
+        (f"fuzzed state {j}", fuzz_state(spec, base, gen_nobody)) for j in range(n // 2)
+    ]
+    for i, (what, start) in enumerate(starts):
         d = {k2: np.array(x, copy=True) for k2, x in start.items()}
         d["current_player"] = np.asarray(-1 if i % 2 else spec.players, d["current_player"].dtype)
         try:
             mask = np.asarray(ref.state_from_dict(d).legal_action_mask)
         except SpecRuntimeError:
             continue
-        ids = _outside_box(spec, gen_nobody)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen_nobody)[i % 2 :: 2]
-        if not box and np.any(mask):
-            ids.append(_action(spec, mask, gen_nobody))
+        ids: list[Any] = (
+            _outside_box(spec, gen_nobody)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen_nobody)[i % 4 :: 4]
+        )
+        if not box:  # a legal move of every kind: an attack whose effect lands on its own (no) player's side
+            legal = gen_nobody.permutation(np.flatnonzero(mask))
+            ids += [int(legal[j]) for j in np.unique(kinds[legal], return_index=True)[1]]
+        what = f"{what} with current_player = {int(d['current_player'])}"
         for a in ids:
             key_nobody, k = rng.split(key_nobody)
             nobody.cases += 1
-            where = f"state {i} with current_player = {int(d['current_player'])}"
-            m, _, _ = _one_step(spec, ref, env, d, a, k, where, wrote)
+            m, _, _ = _one_step(spec, ref, env, d, a, k, what, wrote)
             if m == "":
                 nobody.cases -= 1
             elif m is not None:
@@ -1063,6 +1069,40 @@ def level2_contract(
         d = {k2: np.array(x, copy=True) for k2, x in pool[src].items()}
         d[name][at] = v
         same_invariants(d, f"reached state {src} with {element_name(name, at)} = {v!r}")
+    # reached states with one element changed that the spec still allows (no invariant fails): the states next to
+    # the reached ones, where one conjunct of an invariant or one branch of a step decides (player 0's damaged
+    # bench creature beside player 1's empty slot). Searched among `40 * n` changes; each allowed one is checked
+    # for the backend's invariants (none may fail) and up to `2 * n` of them stepped with a legal action. Its own
+    # draws, so that the checks after it see the states they saw before it was added.
+    gen_near, key_near = np.random.default_rng(seed + 15), rng.key_from_seed(seed + 15)
+    near = Check("L2", "allowed states one element away from reached ones: invariants and one step")
+    steps = 0
+    for src, name, at, v in _one_changed(spec, pool, gen_near, cap=40 * n) if spec.invariants else []:
+        d = {k2: np.array(x, copy=True) for k2, x in pool[src].items()}
+        d[name][at] = v
+        try:
+            r0 = ref.state_from_dict(d)
+            if ref.invariants(r0):
+                continue
+        except SpecRuntimeError:
+            continue
+        what = f"reached state {src} with {element_name(name, at)} = {v!r}"
+        near.cases += 1
+        got_inv = sorted(env.invariants(env.state_from_dict(d)))
+        if got_inv:
+            near.fail(f"{what}: no invariant fails on the reference, the backend's fail on {got_inv}")
+            continue
+        if steps >= 2 * n or not (box or np.any(r0.legal_action_mask)):
+            continue
+        key_near, k = rng.split(key_near)
+        steps += 1
+        near.cases += 1
+        act = _action(spec, np.asarray(r0.legal_action_mask), gen_near)
+        m, _, _ = _one_step(spec, ref, env, d, act, k, what, wrote)
+        if m == "":
+            near.cases -= 1
+        elif m is not None:
+            near.fail(m)
     # the invariants' own boundaries (`abs(x) < 1e6`): each compared element at the constant and +-1 ulp / +-1,
     # beyond the declared bounds too (an invariant is what rules such a state out), in reached and fuzzed states
     info = {f.name: f for f in spec.fields}
@@ -1131,5 +1171,5 @@ def level2_contract(
                         edges.fail(m)
     edges.figures = {"ill_conditioned": ties}
     edges.cases -= ties
-    checks = [illegal, finished, nobody] + ([invariants] if spec.invariants else [])
+    checks = [illegal, finished, nobody] + ([invariants] if spec.invariants else []) + ([near] if near.cases else [])
     return checks + ([edges] if edges.cases else [])

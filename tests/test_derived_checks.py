@@ -137,3 +137,49 @@ def test_the_fallback_for_a_player_to_move_out_of_range_is_compared() -> None:
     ]
     nobody = checks["one step with the player to move out of range (-1, num_players)"]
     assert not nobody.passed and "current_player = " in nobody.failures[0] and "'rewards'" in nobody.failures[0]
+
+
+MANY_KINDS = """
+name: many_kinds
+doc: "Sixty kinds of move that count, and one that claims a flag for the player to move."
+version: "1.0"
+players: 2
+state:
+  moves: {type: i32}
+  claimed: {type: bool, shape: [num_players]}
+actions:
+%s
+  claim:
+    legal: "not claimed[current_player]"
+    effect: "claimed[current_player] = true"
+rules:
+  - name: next_turn
+    when: "true"
+    body: "current_player = 1 - current_player"
+reward: "0.0"
+terminated: "moves >= 20"
+observation:
+  fields:
+    seen: {type: i32, low: 0, high: 40}
+  body: "seen = moves"
+invariants:
+  counted: "moves >= 0"
+""" % "\n".join(f'  step{i}: {{effect: "moves += 1"}}' for i in range(60))
+
+
+def test_every_kind_of_legal_move_is_taken_with_the_player_to_move_out_of_range(tmp_path: Path) -> None:
+    """The claim is one legal move in sixty-one: with no player to move, its write must be dropped (14.3), and a
+    backend that clamps it onto a player's flag is caught only if that state takes a claim."""
+    from envc.mutate.jax import JaxProgram
+
+    path = tmp_path / "many_kinds.yaml"
+    path.write_text(MANY_KINDS)
+    prog = JaxProgram(envc.load(str(path)))
+    old = "state.claimed.at[drop_index(state.current_player, 2)]"
+    assert prog.source.count(old) == 1
+    prog.tree = ast.parse(prog.source.replace(old, "state.claimed.at[clamp_index(state.current_player, 2)]"))
+    env = prog.env(None)
+    checks = {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=4, states=6)}
+    nobody = checks.pop("one step with the player to move out of range (-1, num_players)")
+    assert not nobody.passed and "'claimed'" in nobody.failures[0]
+    assert all(c.passed for c in checks.values()), [(n, c.failures[:1]) for n, c in checks.items() if not c.passed]
