@@ -37,6 +37,13 @@ def _interval(e: ir.Expr, ranges: Mapping[str, Interval], consts: Mapping[str, I
         return ranges.get(e.name)
     if isinstance(e, ir.Read) and e.space == "const":  # any element of an immutable table (a clamped read too)
         return consts.get(e.name)
+    if isinstance(e, ir.CallFn):  # what the function returns on every call (`fixed_ranges`)
+        return consts.get(e.fn + "()")
+    if isinstance(e, ir.Reduce) and e.start < e.stop and e.op in ("argmax", "argmin", "choice", "count"):
+        if e.op == "count":
+            return (0, e.stop - e.start + 1)
+        # a position of the range; argmax/argmin give -1 where a filter holds nowhere (choice: the range start)
+        return (e.start, e.stop) if e.cond is None or e.op == "choice" else (min(e.start, -1), max(e.stop, 0))
     if isinstance(e, ir.Unary) and e.op == "neg":
         x = interval(e.x, ranges, consts)
         return None if x is None else (1 - x[1], 1 - x[0])
@@ -82,6 +89,56 @@ def const_ranges(spec: ir.SpecIR) -> dict[str, Interval]:
     }
 
 
+_FIXED: dict[int, tuple[ir.SpecIR, dict[str, Interval]]] = {}
+
+
+def fixed_ranges(spec: ir.SpecIR) -> dict[str, Interval]:
+    """Ranges that hold everywhere in the spec: its integer constants (`const_ranges`) and, as `name()`, what each
+    function returns on every call (`first_free` is an `argmax` over bench positions 1-5), whatever its arguments
+    (callees before callers, a function's top-level lets kept as in a body)."""
+    got = _FIXED.get(id(spec))
+    if got is not None and got[0] is spec:
+        return got[1]
+    out = const_ranges(spec)
+    callables = {c.name: c for c in spec.callables}
+    done: set[str] = set()
+
+    def result(name: str, seen: tuple[str, ...]) -> None:
+        if name in done or name in seen:  # recursion (the checker rejects it): no range
+            return
+        c = callables[name]
+        for callee in _calls(c.body):
+            result(callee, (*seen, name))
+        done.add(name)
+        if c.returns is None or c.results or c.returns.shape or not c.returns.dtype.is_int:
+            return
+        ranges: dict[str, Interval] = {}
+        body = c.body[:-1]
+        for i, st in enumerate(body):  # top-level lets never assigned again
+            if isinstance(st, ir.LetS):
+                iv = None if st.name in assigned_locals(body[i + 1 :]) else interval(st.value, ranges, out)
+                if iv is None:
+                    ranges.pop(st.name, None)
+                else:
+                    ranges[st.name] = iv
+            else:
+                for t in _targets(st):
+                    ranges.pop(t.name, None)
+        last = c.body[-1]
+        assert isinstance(last, ir.ReturnS) and last.value is not None
+        iv = interval(last.value, {k: v for k, v in ranges.items() if k not in assigned_locals(c.body)}, out)
+        lo, hi = c.returns.dtype.int_range
+        if iv is not None and lo <= iv[0] and iv[1] - 1 <= hi:
+            out[name + "()"] = iv
+
+    for name in callables:
+        result(name, ())
+    if len(_FIXED) > 16:
+        _FIXED.clear()
+    _FIXED[id(spec)] = (spec, out)
+    return out
+
+
 def assigned_locals(stmts: tuple[ir.Stmt, ...]) -> set[str]:
     """Locals that these statements assign (so their `let` must be `mut`)."""
     out: set[str] = set()
@@ -108,7 +165,7 @@ def param_ranges(spec: ir.SpecIR) -> dict[str, dict[str, Interval]]:
     spec passes (`slide(d)` is only called with an action's direction). A parameter the body assigns, one some
     call passes an unknown value for, or one of a callable that nothing calls, has none. Generated code calls
     these functions only from the spec's own code, so the union covers every call."""
-    consts = const_ranges(spec)
+    consts = fixed_ranges(spec)
     callables = {c.name: c for c in spec.callables}
     passed: dict[str, list[list[Interval | None]]] = {name: [] for name in callables}
 
@@ -227,4 +284,4 @@ def _calls(node: object) -> set[str]:
     return own.union(*(_calls(getattr(node, k)) for k in type(node).model_fields if k not in ("ty", "span")))
 
 
-__all__ = ["Interval", "assigned_locals", "const_ranges", "interval", "param_ranges"]
+__all__ = ["Interval", "assigned_locals", "const_ranges", "fixed_ranges", "interval", "param_ranges"]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from envc import ir, pipeline, rng
 from envc.diagnostics import Span
 from envc.interpret import ReferenceEnv
-from envc.intervals import interval, param_ranges
+from envc.intervals import fixed_ranges, interval, param_ranges
 
 SPAN = Span("t.yaml", 1, 1, 1, 2)
 I32, I8 = ir.Ty(dtype=ir.DType.I32), ir.Ty(dtype=ir.DType.I8)
@@ -99,10 +99,13 @@ def test_constant_tables_bound_what_is_read_from_them() -> None:
     "path", ["specs/connect_four.yaml", "specs/tcg.yaml", "specs/kuhn_poker.yaml", "docs/examples/game_2048.yaml"]
 )
 def test_every_call_passes_a_value_in_its_parameters_range(path: str) -> None:
-    """`param_ranges` against the reference: every argument of every call in random episodes, and in steps where
-    the player to move is no player (verify's L2 states), lies in the range the lowerings drop clamps for."""
+    """`param_ranges` and `fixed_ranges` against the reference: every argument of every call, and every value a
+    function returns, in random episodes and in steps where the player to move is no player (verify's L2 states),
+    lies in the range the lowerings drop clamps for."""
     spec = pipeline.load(path)
     ranges = param_ranges(spec)
+    results = {k: v for k, v in fixed_ranges(spec).items() if k.endswith("()")}
+    returned: dict[str, list[int]] = {name[:-2]: [] for name in results}
     ref = ReferenceEnv(spec, strict=False)  # 14.3's fallbacks where the player to move is no player
     seen: dict[str, list[dict[str, int]]] = {name: [] for name in ranges}
     names = {c.name: [n for n, _ in c.params] for c in spec.callables}
@@ -111,7 +114,10 @@ def test_every_call_passes_a_value_in_its_parameters_range(path: str) -> None:
         def spy(fr: Any, args: list[Any], name: str = name, inner: Any = inner) -> Any:
             given = dict(zip(names[name], args)) if args else {n: fr.loc[n] for n in names[name]}
             seen[name].append({k: int(v) for k, v in given.items() if k in ranges[name]})
-            return inner(fr, args)
+            out = inner(fr, args)
+            if name + "()" in results:
+                returned[name].append(int(out))
+            return out
 
         ref._c.compiled_fns[name] = spy
     gen = np.random.default_rng(0)
@@ -129,6 +135,9 @@ def test_every_call_passes_a_value_in_its_parameters_range(path: str) -> None:
             legal = np.flatnonzero(state.legal_action_mask)
             state = ref.step(state, int(gen.choice(legal)), rng.key_from_seed(1000 * episode + t))
     assert any(ranges.values())
+    for name, values in returned.items():
+        lo, hi = results[name + "()"]
+        assert all(lo <= v < hi for v in values), (name, (lo, hi), sorted(set(values)))
     for name, calls in seen.items():
         for param, (lo, hi) in ranges[name].items():
             got = [c[param] for c in calls]
@@ -142,3 +151,19 @@ def test_a_parameter_gets_no_range_where_a_call_passes_an_unknown_value() -> Non
     tcg = param_ranges(pipeline.load("specs/tcg.yaml"))
     assert "pl" not in tcg["apply_effect"]
     assert tcg["position_ok"] == {"pl": (0, 2), "s": (0, 6)}
+    assert tcg["put_in_play"]["s"] == (0, 6)  # 0, or `first_free(pl)`: an argmax over bench positions 1-5
+
+
+def test_reductions_give_positions_and_counts() -> None:
+    """argmax/argmin over a range give a position in it, or -1 when a filter can leave nothing (14.3's empty
+    value); count gives 0..n; choice falls back to the range start."""
+    elt = local("i")
+
+    def reduce(op: str, cond: Any = None) -> ir.Reduce:
+        return ir.Reduce(ty=I32, span=SPAN, op=op, var="i", start=1, stop=6, elt=elt, cond=cond)
+
+    assert interval(reduce("argmax"), {}) == (1, 6)
+    assert interval(reduce("argmin", binary(">", elt, lit(2))), {}) == (-1, 6)
+    assert interval(reduce("count", binary(">", elt, lit(2))), {}) == (0, 6)
+    assert interval(reduce("choice", binary(">", elt, lit(2))), {}) == (1, 6)
+    assert interval(reduce("sum"), {}) is None

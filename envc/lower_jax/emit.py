@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from envc import ir, mathops
-from envc.intervals import assigned_locals, const_ranges, interval
+from envc.intervals import assigned_locals, fixed_ranges, interval
 from envc.ir import DType, Ty
 from envc.lower_jax import mathops as jax_mathops
 from envc.lower_jax.names import PyNames
@@ -79,7 +79,7 @@ class Emitter:
 
     def __init__(self, spec: ir.SpecIR, names: dict[str, int] | None = None, py: PyNames | None = None):
         self.spec = spec
-        self.consts = const_ranges(spec)
+        self.consts = fixed_ranges(spec)
         self.py = py if py is not None else PyNames(spec)
         self.lines: list[str] = []
         self.depth = 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from envc import ir, mathops
-from envc.intervals import assigned_locals, const_ranges, interval
+from envc.intervals import assigned_locals, fixed_ranges, interval
 from envc.ir import DType, Ty
 from envc.lower_rust import mathops as rust_mathops
 from envc.lower_rust.names import Names, comment_lines
@@ -268,7 +268,7 @@ class Emitter:
         self.spec = spec
         self.names = names
         self.an = analysis
-        self.consts = const_ranges(spec)
+        self.consts = fixed_ranges(spec)
         self.lines: list[str] = []
         self.depth = 1
         self.tmp = 0
