@@ -6,6 +6,7 @@ L1 properties on the backend's own reachable states; L2 one-step differential fr
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ from envc.stats import compare_samples, far, parting_rank_test, twin_horizons
 from envc.visibility import Visibility, element_name
 
 ATOL, RTOL = 1e-6, 1e-5
+_MEMO_CAP = 20_000  # answers kept per kind (injected states, steps, invariants), then that memo starts again
+_Dict = dict[str, np.ndarray]
 
 
 @dataclass
@@ -362,9 +365,92 @@ def level1(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_steps: int) 
     return [inv, shapes, live, det, leak] + level1_contract(spec, env, episodes, seed, max_steps)
 
 
+class _Loose(ReferenceEnv):
+    """The loose reference of one spec, kept for the process with its answers about injected states: `envc mutate`
+    runs the same suite (same seed, so the same injected states) on every mutant, and tcg's invariants alone take
+    ~1,000 reference evaluations of ~40 ms per suite. Keys are the states' bytes, so equal states share answers.
+    Kept for one spec at a time."""
+
+    _last: list[_Loose] = []  # one spec at a time: its answers are all the memory this keeps
+
+    @classmethod
+    def of(cls, spec: ir.SpecIR) -> _Loose:
+        """The loose reference of `spec`, with the answers it gave in this process if it was the last one asked."""
+        if not (cls._last and cls._last[0].spec is spec):
+            cls._last[:] = [cls(spec)]
+        return cls._last[0]
+
+    def __init__(self, spec: ir.SpecIR, strict: bool = False):
+        super().__init__(spec, strict=strict)
+        self._injected: dict[bytes, _Dict | SpecRuntimeError] = {}
+        self._invariants: dict[bytes, list[str] | SpecRuntimeError] = {}
+        self._steps: dict[bytes, tuple[_Dict, _Dict] | SpecRuntimeError] = {}
+
+    def injected_of(self, d: Mapping[str, Any]) -> _Dict:
+        """`d` injected, as a dict (a copy; raises as `state_from_dict` does)."""
+        k = _digest(d)
+        if k not in self._injected:
+            if len(self._injected) >= _MEMO_CAP:
+                self._injected.clear()
+            try:
+                self._injected[k] = self.state_to_dict(self.state_from_dict(d))
+            except SpecRuntimeError as e:
+                self._injected[k] = e
+        got = self._injected[k]
+        if isinstance(got, SpecRuntimeError):
+            raise got
+        return _copy(got)
+
+    def invariants_of(self, d: Mapping[str, Any]) -> list[str]:
+        """The invariants that fail on the injected state `d` (raises as `state_from_dict` does)."""
+        k = _digest(d)
+        if k not in self._invariants:
+            if len(self._invariants) >= _MEMO_CAP:
+                self._invariants.clear()
+            try:
+                self._invariants[k] = self.invariants(self.state_from_dict(d))
+            except SpecRuntimeError as e:
+                self._invariants[k] = e
+        got = self._invariants[k]
+        if isinstance(got, SpecRuntimeError):
+            raise got
+        return list(got)
+
+    def step_of(self, d: Mapping[str, Any], act: Any, key: rng.Key) -> tuple[_Dict, _Dict]:
+        """`d` injected, and the state after stepping it with `act` and `key`, as dicts (copies)."""
+        k = _digest(d, np.asarray(act), np.asarray(key))
+        if k not in self._steps:
+            if len(self._steps) >= _MEMO_CAP:
+                self._steps.clear()
+            try:
+                self._steps[k] = (self.injected_of(d), self.state_to_dict(self.step(self.state_from_dict(d), act, key)))
+            except SpecRuntimeError as e:
+                self._steps[k] = e
+        got = self._steps[k]
+        if isinstance(got, SpecRuntimeError):
+            raise got
+        return _copy(got[0]), _copy(got[1])
+
+
+def _copy(d: _Dict) -> _Dict:
+    return {n: np.array(v, copy=True) for n, v in d.items()}
+
+
+def _digest(*parts: Any) -> bytes:
+    """A key for states (dicts of arrays), actions and keys by their contents."""
+    h = hashlib.blake2b(digest_size=20)
+    for p in parts:
+        items = sorted(p.items()) if isinstance(p, Mapping) else [("", p)]
+        for name, v in items:
+            a = np.ascontiguousarray(v)
+            h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+            h.update(a.tobytes())
+    return h.digest()
+
+
 def level2(spec: ir.SpecIR, env: Any, states: int, seed: int) -> list[Check]:
     """One step from injected states: reference rollouts and fuzzed states, every field compared."""
-    ref = ReferenceEnv(spec, strict=False)
+    ref = _Loose.of(spec)
     wrote = writers(spec)
     gen = np.random.default_rng(seed + 1)
     key = rng.key_from_seed(seed + 1)
@@ -387,27 +473,28 @@ def level2(spec: ir.SpecIR, env: Any, states: int, seed: int) -> list[Check]:
         (fuzzed, [fuzz_state(spec, base, gen) for _ in range(states)]),
     ):
         for i, d in enumerate(source):
-            r0 = ref.state_from_dict(d)
+            injected = ref.injected_of(d)
+            mask = np.asarray(injected["legal_action_mask"])
             b0 = env.state_from_dict(d)
             check.cases += 1
-            m = diff(spec, ref.state_to_dict(r0), env.state_to_dict(b0), f"state {i} (injected)", wrote)
+            m = diff(spec, injected, env.state_to_dict(b0), f"state {i} (injected)", wrote)
             if m is not None:
                 check.fail(m)
                 continue
             key, k = rng.split(key)
             if spec.box is not None:
-                act: Any = _action(spec, np.asarray(r0.legal_action_mask), gen)
+                act: Any = _action(spec, mask, gen)
             else:
                 act = (
                     int(gen.integers(spec.num_actions))
                     if i % 4 == 3
-                    else _action(spec, np.asarray(r0.legal_action_mask), gen)
-                    if np.any(r0.legal_action_mask)
+                    else _action(spec, mask, gen)
+                    if np.any(mask)
                     else 0
                 )
             m = diff(
                 spec,
-                ref.state_to_dict(ref.step(r0, act, k)),
+                ref.step_of(d, act, k)[1],
                 env.state_to_dict(env.step(b0, act, k)),
                 f"state {i} action {act}",
                 wrote,
@@ -426,6 +513,28 @@ class _Episode:
     actions: list[Any] = field(default_factory=list)
     states: list[dict[str, np.ndarray]] = field(default_factory=list)
     stuck: bool = False  # it stopped at a non-terminal state with no legal action
+
+
+_EPISODES: dict[bytes, tuple[_Episode, Mapping[str, Any]]] = {}  # of one spec at a time: `_EPISODES_OF`
+_EPISODES_OF: list[ir.SpecIR] = []
+
+
+def _recorded(
+    ref: ReferenceEnv, setting: tuple[tuple[str, Any], ...], key: rng.Key, gen: np.random.Generator, max_steps: int
+) -> _Episode:
+    """`_record`, kept for the process per params, key and generator state (of the last spec only), with the
+    generator left as the recording left it: `envc mutate` runs the same L3 episodes on every mutant."""
+    if not (_EPISODES_OF and _EPISODES_OF[0] is ref.spec):
+        _EPISODES.clear()
+        _EPISODES_OF[:] = [ref.spec]
+    k = _digest(np.frombuffer(repr((setting, max_steps, gen.bit_generator.state)).encode(), np.uint8), key)
+    got = _EPISODES.get(k)
+    if got is not None:
+        gen.bit_generator.state = got[1]
+        return got[0]
+    ep = _record(ref, key, gen, max_steps)
+    _EPISODES[k] = (ep, gen.bit_generator.state)
+    return ep
 
 
 def _record(ref: ReferenceEnv, key: rng.Key, gen: np.random.Generator, max_steps: int) -> _Episode:
@@ -518,7 +627,7 @@ def level3(
             backend = env.with_params(p) if p else env
             refs[setting] = (ReferenceEnv(spec, p), ReferenceEnv(spec, p, strict=False), backend)
         ref, twin_ref, env = refs[setting]
-        ep = _record(ref, k, gen, max_steps)
+        ep = _recorded(ref, setting, k, gen, max_steps)
         n = len(ep.actions)
         steps += n
         ref_returns.append(_return(ep.states))
@@ -797,7 +906,7 @@ def level1_contract(spec: ir.SpecIR, env: Any, episodes: int, seed: int, max_ste
 
 def _one_step(
     spec: ir.SpecIR,
-    ref: ReferenceEnv,
+    ref: _Loose,
     env: Any,
     d: Mapping[str, np.ndarray],
     act: Any,
@@ -807,13 +916,13 @@ def _one_step(
 ) -> tuple[str | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Inject `d` on both, compare, step both with `act` and `key`, compare (as L2 does): (first difference,
     the backend's injected state and its result, as dicts)."""
-    r0, b0 = ref.state_from_dict(d), env.state_from_dict(d)
+    injected, want = ref.step_of(d, act, key)
+    b0 = env.state_from_dict(d)
     before = env.state_to_dict(b0)
-    m = diff(spec, ref.state_to_dict(r0), before, f"{where} (injected)", wrote)
+    m = diff(spec, injected, before, f"{where} (injected)", wrote)
     if m is not None:
         return m, before, {}
     got = env.state_to_dict(env.step(b0, act, key))
-    want = ref.state_to_dict(ref.step(r0, act, key))
     m = diff(spec, want, got, f"{where} action {act}", wrote)
     if m is not None and (_ill_conditioned(spec, want, got) or _within_twins(spec, ref, d, act, key, want, got)):
         m = ""  # not scored
@@ -966,7 +1075,7 @@ def _land(
 def level2_contract(
     spec: ir.SpecIR,
     env: Any,
-    ref: ReferenceEnv,
+    ref: _Loose,
     pool: list[dict[str, np.ndarray]],
     ends: list[dict[str, np.ndarray]],
     base: dict[str, np.ndarray],
@@ -994,7 +1103,7 @@ def level2_contract(
 
     for i in range(n):
         d = injected(i)
-        mask = np.asarray(ref.state_from_dict(d).legal_action_mask)
+        mask = np.asarray(ref.injected_of(d)["legal_action_mask"])
         for a in _outside_box(spec, gen)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen):
             key, k = rng.split(key)
             illegal.cases += 1
@@ -1027,7 +1136,7 @@ def level2_contract(
         d = {k2: np.array(x, copy=True) for k2, x in start.items()}
         d["current_player"] = np.asarray(-1 if i % 2 else spec.players, d["current_player"].dtype)
         try:
-            mask = np.asarray(ref.state_from_dict(d).legal_action_mask)
+            mask = np.asarray(ref.injected_of(d)["legal_action_mask"])
         except SpecRuntimeError:
             continue
         ids: list[Any] = (
@@ -1051,7 +1160,7 @@ def level2_contract(
         """One case: the names of the failing invariants of `d`, backend vs reference (skipped where the
         reference cannot evaluate them)."""
         try:
-            want_inv = sorted(ref.invariants(ref.state_from_dict(d)))
+            want_inv = sorted(ref.invariants_of(d))
         except SpecRuntimeError:
             return
         invariants.cases += 1
@@ -1122,7 +1231,7 @@ def level2_contract(
                 for v in dict.fromkeys(values):
                     d[name][at] = v
                     try:
-                        if ref.invariants(ref.state_from_dict(d)):
+                        if ref.invariants_of(d):
                             continue  # a state the spec rules out
                     except SpecRuntimeError:
                         continue

@@ -183,3 +183,28 @@ def test_every_kind_of_legal_move_is_taken_with_the_player_to_move_out_of_range(
     nobody = checks.pop("one step with the player to move out of range (-1, num_players)")
     assert not nobody.passed and "'claimed'" in nobody.failures[0]
     assert all(c.passed for c in checks.values()), [(n, c.failures[:1]) for n, c in checks.items() if not c.passed]
+
+
+def test_a_second_run_on_another_backend_of_the_same_spec_sees_its_own_bugs() -> None:
+    """The reference's answers are kept across `verify` calls of one spec (`envc mutate` runs the suite on every
+    mutant): a run on the original, then one on a mutant, then the original again give each its own verdict,
+    and the original's two runs the same cases."""
+    from envc.mutate.jax import JaxProgram
+
+    prog = JaxProgram(envc.load(str(ROOT / "specs" / "tic_tac_toe.yaml")))
+    original = prog.env(None)
+    old = "jnp.float32(ILLEGAL_ACTION_PENALTY),"
+    assert prog.source.count(old) == 1
+    tree = prog.tree
+    prog.tree = ast.parse(prog.source.replace(old, "jnp.float32(-ILLEGAL_ACTION_PENALTY),"))
+    mutant = prog.env(None)
+    prog.tree = tree
+
+    def run(env: Any) -> list[tuple[str, int, int]]:
+        checks = verify(prog.spec, env, levels=("L1", "L2", "L3"), episodes=10, states=40)
+        return [(c.name, c.cases, c.failed) for c in checks]
+
+    first = run(original)
+    assert all(failed == 0 for _, _, failed in first)
+    assert any(failed for _, _, failed in run(mutant))
+    assert run(original) == first
