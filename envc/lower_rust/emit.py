@@ -11,10 +11,12 @@ the work it skips (connect four's win check: 40% more steps/s). Every identifier
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +101,17 @@ def is_atomic(code: str) -> bool:
     return True
 
 
+def _shape_key(e: ir.Expr) -> str:
+    """An expression without its source positions: two spellings of the same index compare equal."""
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "span"}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+
+    return json.dumps(strip(e.model_dump(mode="json")), sort_keys=True)
+
+
 def paren(code: str) -> str:
     """`code`, parenthesized unless atomic."""
     return code if is_atomic(code) else f"({code})"
@@ -149,10 +162,11 @@ class Ctx:
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     obs: bool = False
     action: bool = False
+    checked: frozenset[tuple[str, int]] = frozenset()  # (index expression, dim) a surrounding write guard checked
 
     def with_range(self, name: str, lo: int, hi: int) -> Ctx:
         """A copy knowing that local `name` lies in [lo, hi)."""
-        return Ctx(self.key, {**self.ranges, name: (lo, hi)}, self.obs, self.action)
+        return replace(self, ranges={**self.ranges, name: (lo, hi)})
 
 
 class Analysis:
@@ -351,7 +365,10 @@ class Emitter:
         return iv[0] if iv is not None and iv[1] - iv[0] == 1 else None
 
     def in_range(self, e: ir.Expr, dim: int, ctx: Ctx) -> bool:
-        """Can the index never leave [0, dim) (so it needs no clamp or guard)?"""
+        """Can the index never leave [0, dim) (so it needs no clamp or guard)? Also inside a write's guard of the
+        same index: `x[i] += v` reads `x[i]` only where the write checked `i`."""
+        if ctx.checked and (_shape_key(e), dim) in ctx.checked:
+            return True
         iv = interval(e, ctx.ranges, self.consts)
         return iv is not None and 0 <= iv[0] and iv[1] <= dim
 
@@ -669,7 +686,7 @@ class Emitter:
         self.hoisted = {x: f"{draws}[{i}]" for i, x in enumerate(sites)}
 
     def block(self, stmts: tuple[ir.Stmt, ...], ctx: Ctx) -> None:
-        ctx = Ctx(ctx.key, dict(ctx.ranges), ctx.obs, ctx.action)  # the block's lets add their ranges to this copy
+        ctx = replace(ctx, ranges=dict(ctx.ranges))  # the block's lets add their ranges to this copy
         skip = False
         unpacked = 0  # statements already emitted as part of `let (x, v) = f(...)`
         for i, s in enumerate(stmts):
@@ -779,25 +796,37 @@ class Emitter:
             return
         self.line(f"let {mut}{self.local(s.name)}: {RUST[s.value.ty.dtype]} = {self.expr(s.value, ctx)};")
 
-    def store(self, t: ir.Target, value: str, value_ty: Ty, ctx: Ctx) -> None:
-        """Write a scalar `value` (of `value_ty`) to target `t`; an array target is filled."""
-        v = conv(value, value_ty, t.ty.scalar(), self.enums)
+    def store(self, t: ir.Target, value: str | ir.Expr, value_ty: Ty, ctx: Ctx) -> None:
+        """Write a scalar `value` (code, or an expression emitted inside the write's guard, where the indices it
+        checked are known in range) of `value_ty` to target `t`; an array target is filled."""
+
+        def inside(guarded: bool) -> str:
+            if isinstance(value, str):
+                return conv(value, value_ty, t.ty.scalar(), self.enums)
+            inner = ctx
+            if guarded:
+                known = {(_shape_key(e), d) for e, d in zip(t.index, dims) if self._checked(e, d, ctx)}
+                inner = replace(ctx, checked=ctx.checked | known)
+            return conv(self.expr(value, inner), value_ty, t.ty.scalar(), self.enums)
+
         if t.space == "local" and t.index:  # an element of an array local
+            dims = t.dims
             where = self.write_offset(t.index, t.dims, ctx)
             if where is None:
                 self.line("// an index that is never in range: the write is dropped")
                 return
             checks, off = where
+            v = inside(bool(checks))
             with self.guarded(checks):
                 self.line(f"{self.local(t.name)}[{off}] = {v};")
             return
         if t.space == "local":
-            self.line(f"{self.local(t.name)} = {v};")
+            self.line(f"{self.local(t.name)} = {inside(False)};")
             return
-        shape = self.shapes[(t.space, t.name)]
+        dims = shape = self.shapes[(t.space, t.name)]
         place = self.storage(t.space, t.name)
         if not shape:
-            self.line(f"{place} = {v};")
+            self.line(f"{place} = {inside(False)};")
             return
         rest = math.prod(shape[len(t.index) :])
         where = self.write_offset(t.index, shape, ctx)
@@ -805,6 +834,7 @@ class Emitter:
             self.line("// an index that is never in range: the write is dropped")
             return
         checks, off = where
+        v = inside(bool(checks))
         with self.guarded(checks):
             if t.ty.shape:
                 self.line(
@@ -846,7 +876,11 @@ class Emitter:
             with self.guarded(checks):
                 self.line(f"{place}[{toff}..{toff} + {n}].copy_from_slice(&{tmp});")
             return
-        self.store(t, self.expr(s.value, ctx), s.value.ty, ctx)
+        self.store(t, s.value, s.value.ty, ctx)
+
+    def _checked(self, e: ir.Expr, dim: int, ctx: Ctx) -> bool:
+        """Does a write guard check index `e` (neither static nor known in range)?"""
+        return self.static_value(e, ctx) is None and not self.in_range(e, dim, ctx)
 
     def s_if(self, s: ir.IfS, ctx: Ctx, chained: bool = False) -> None:
         head = f"if {self.expr(s.cond, ctx)} {{"
