@@ -26,6 +26,7 @@ spec's step draws randomness, or by copying the `chance:` fields from the origin
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -269,8 +270,12 @@ def _const(spec: ir.SpecIR, e: Any) -> float | None:
     return None
 
 
-def _field_ref(e: Any) -> tuple[str, tuple[int, ...], bool] | None:
-    """(field, element, under abs) for a read of one state element with literal indices."""
+FEW = 8  # a read whose index is not a literal stands for every element it can be, if there are at most this many
+
+
+def _field_ref(spec: ir.SpecIR, e: Any) -> tuple[str, list[tuple[int, ...]], bool] | None:
+    """(field, elements, under abs) for a read of one state element: the element of literal indices, or every
+    element a computed index can reach when they are few (`deck.count[pl] > 0`: both players' counts)."""
     absolute = False
     if isinstance(e, ir.Math) and e.fn == "abs" and len(e.args) == 1:
         e, absolute = e.args[0], True
@@ -278,8 +283,12 @@ def _field_ref(e: Any) -> tuple[str, tuple[int, ...], bool] | None:
         e = e.x
     if not isinstance(e, ir.Read) or e.space != "state" or e.ty.shape:
         return None
-    at = tuple(int(i.value) for i in e.index if isinstance(i, ir.Lit))
-    return None if len(at) != len(e.index) else (e.name, at, absolute)
+    axes = [range(int(i.value), int(i.value) + 1) if isinstance(i, ir.Lit) else None for i in e.index]
+    shape = spec.field(e.name).ty.shape
+    ranges = [r if r is not None else range(n) for r, n in zip(axes, shape)]
+    if math.prod(len(r) for r in ranges) > (1 if all(r is not None for r in axes) else FEW):
+        return None
+    return e.name, list(itertools.product(*ranges)), absolute
 
 
 def boundaries(spec: ir.SpecIR, parts: list[Any] | None = None) -> dict[tuple[str, tuple[int, ...]], set[float]]:
@@ -291,11 +300,12 @@ def boundaries(spec: ir.SpecIR, parts: list[Any] | None = None) -> dict[tuple[st
             if not isinstance(n, ir.Binary) or n.op not in _CMP:
                 continue
             for a, b in ((n.a, n.b), (n.b, n.a)):
-                ref, c = _field_ref(a), _const(spec, b)
+                ref, c = _field_ref(spec, a), _const(spec, b)
                 if ref is None or c is None or not math.isfinite(c):
                     continue
-                name, at, absolute = ref
-                out.setdefault((name, at), set()).update({c, -c} if absolute else {c})
+                name, elements, absolute = ref
+                for at in elements:
+                    out.setdefault((name, at), set()).update({c, -c} if absolute else {c})
     return out
 
 

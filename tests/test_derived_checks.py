@@ -208,3 +208,52 @@ def test_a_second_run_on_another_backend_of_the_same_spec_sees_its_own_bugs() ->
     assert all(failed == 0 for _, _, failed in first)
     assert any(failed for _, _, failed in run(mutant))
     assert run(original) == first
+
+
+STOCKS = """
+name: stocks
+doc: "Each player takes from their own stock of 50 until 20 moves are made, or passes."
+version: "1.0"
+players: 2
+state:
+  stock: {type: i32, shape: [num_players], init: 50}
+  moves: {type: i32}
+actions:
+  take:
+    legal: "stock[current_player] > 0"
+    effect: "stock[current_player] -= 1"
+  hold: {effect: "moves += 0"}
+rules:
+  - name: next_turn
+    when: "true"
+    body: |
+      moves += 1
+      current_player = 1 - current_player
+reward: "0.0"
+terminated: "moves >= 20"
+observation:
+  fields:
+    mine: {type: i32, low: 0, high: 50}
+  body: "mine = stock[p]"
+invariants:
+  counted: "moves >= 0"
+"""
+
+
+def test_a_comparison_at_a_computed_index_gets_boundary_states(tmp_path: Path) -> None:
+    """`stock[current_player] > 0` -> `>= 0`: no game empties a stock of 50 in 20 moves, and the compared element
+    is picked by the player to move; both players' stocks are put at 0 and its neighbours (before, only reads at
+    literal indices had boundary states)."""
+    from envc.mutate.jax import JaxProgram
+
+    path = tmp_path / "stocks.yaml"
+    path.write_text(STOCKS)
+    prog = JaxProgram(envc.load(str(path)))
+    old = "(state.stock[clamp_index(state.current_player, 2)] > jnp.int32(0))"
+    assert prog.source.count(old) == 1, prog.source
+    prog.tree = ast.parse(prog.source.replace(old, old.replace(" > ", " >= ")))
+    env = prog.env(None)
+    checks = {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=4, states=10)}
+    edges = checks.pop("one step from boundary values (compared constants, +-1 ulp / +-1)")
+    assert not edges.passed and "stock" in edges.failures[0]  # fuzzed states may draw a 0 too, reached ones never
+    assert checks["one step from reference-rollout states"].passed and checks["invariants hold"].passed
