@@ -1146,6 +1146,11 @@ def level2_contract(
             legal = gen_nobody.permutation(np.flatnonzero(mask))
             ids += [int(legal[j]) for j in np.unique(kinds[legal], return_index=True)[1]]
         what = f"{what} with current_player = {int(d['current_player'])}"
+        if spec.invariants:  # their reads indexed by the player clamp too
+            nobody.cases += 1
+            want_inv, got_inv = sorted(ref.invariants_of(d)), sorted(env.invariants(env.state_from_dict(d)))
+            if got_inv != want_inv:
+                nobody.fail(f"{what}: the reference's invariants fail on {want_inv}, the backend's on {got_inv}")
         for a in ids:
             key_nobody, k = rng.split(key_nobody)
             nobody.cases += 1
