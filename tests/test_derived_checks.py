@@ -164,7 +164,7 @@ observation:
   body: "seen = moves"
 invariants:
   counted: "moves >= 0"
-""" % "\n".join(f'  step{i}: {{effect: "moves += 1"}}' for i in range(60))
+""".replace("%s", "\n".join(f'  step{i}: {{effect: "moves += 1"}}' for i in range(60)))
 
 
 def test_every_kind_of_legal_move_is_taken_with_the_player_to_move_out_of_range(tmp_path: Path) -> None:
