@@ -116,11 +116,7 @@ def fixed_ranges(spec: ir.SpecIR) -> dict[str, Interval]:
         body = c.body[:-1]
         for i, st in enumerate(body):  # top-level lets never assigned again
             if isinstance(st, ir.LetS):
-                iv = None if st.name in assigned_locals(body[i + 1 :]) else interval(st.value, ranges, out)
-                if iv is None:
-                    ranges.pop(st.name, None)
-                else:
-                    ranges[st.name] = iv
+                keep_let(ranges, st, body[i + 1 :], out)
             else:
                 for t in _targets(st):
                     ranges.pop(t.name, None)
@@ -137,6 +133,17 @@ def fixed_ranges(spec: ir.SpecIR) -> dict[str, Interval]:
         _FIXED.clear()
     _FIXED[id(spec)] = (spec, out)
     return out
+
+
+def keep_let(
+    ranges: dict[str, Interval], s: ir.LetS, later: tuple[ir.Stmt, ...], consts: Mapping[str, Interval]
+) -> None:
+    """After `s`: its local keeps its value's range if nothing in `later` assigns it again, else has none."""
+    iv = None if s.name in assigned_locals(later) else interval(s.value, ranges, consts)
+    if iv is None:
+        ranges.pop(s.name, None)
+    else:
+        ranges[s.name] = iv
 
 
 def assigned_locals(stmts: tuple[ir.Stmt, ...]) -> set[str]:
@@ -218,11 +225,7 @@ def param_ranges(spec: ir.SpecIR) -> dict[str, dict[str, Interval]]:
                 if k != "span":
                     visit(getattr(s, k), ranges)
             if isinstance(s, ir.LetS):
-                iv = None if s.name in assigned_locals(stmts[i + 1 :]) else interval(s.value, ranges, consts)
-                if iv is None:
-                    ranges.pop(s.name, None)
-                else:
-                    ranges[s.name] = iv
+                keep_let(ranges, s, stmts[i + 1 :], consts)
             else:  # a local written here loses the range of its `let`
                 for t in _targets(s):
                     if t.space == "local":
@@ -284,4 +287,4 @@ def _calls(node: object) -> set[str]:
     return own.union(*(_calls(getattr(node, k)) for k in type(node).model_fields if k not in ("ty", "span")))
 
 
-__all__ = ["Interval", "assigned_locals", "const_ranges", "fixed_ranges", "interval", "param_ranges"]
+__all__ = ["Interval", "assigned_locals", "const_ranges", "fixed_ranges", "interval", "keep_let", "param_ranges"]

@@ -388,48 +388,35 @@ class _Loose(ReferenceEnv):
 
     def injected_of(self, d: Mapping[str, Any]) -> _Dict:
         """`d` injected, as a dict (a copy; raises as `state_from_dict` does)."""
-        k = _digest(d)
-        if k not in self._injected:
-            if len(self._injected) >= _MEMO_CAP:
-                self._injected.clear()
-            try:
-                self._injected[k] = self.state_to_dict(self.state_from_dict(d))
-            except SpecRuntimeError as e:
-                self._injected[k] = e
-        got = self._injected[k]
-        if isinstance(got, SpecRuntimeError):
-            raise got
-        return _copy(got)
+        return _copy(_remember(self._injected, _digest(d), lambda: self.state_to_dict(self.state_from_dict(d))))
 
     def invariants_of(self, d: Mapping[str, Any]) -> list[str]:
         """The invariants that fail on the injected state `d` (raises as `state_from_dict` does)."""
-        k = _digest(d)
-        if k not in self._invariants:
-            if len(self._invariants) >= _MEMO_CAP:
-                self._invariants.clear()
-            try:
-                self._invariants[k] = self.invariants(self.state_from_dict(d))
-            except SpecRuntimeError as e:
-                self._invariants[k] = e
-        got = self._invariants[k]
-        if isinstance(got, SpecRuntimeError):
-            raise got
-        return list(got)
+        return list(_remember(self._invariants, _digest(d), lambda: self.invariants(self.state_from_dict(d))))
 
     def step_of(self, d: Mapping[str, Any], act: Any, key: rng.Key) -> tuple[_Dict, _Dict]:
         """`d` injected, and the state after stepping it with `act` and `key`, as dicts (copies)."""
-        k = _digest(d, np.asarray(act), np.asarray(key))
-        if k not in self._steps:
-            if len(self._steps) >= _MEMO_CAP:
-                self._steps.clear()
-            try:
-                self._steps[k] = (self.injected_of(d), self.state_to_dict(self.step(self.state_from_dict(d), act, key)))
-            except SpecRuntimeError as e:
-                self._steps[k] = e
-        got = self._steps[k]
-        if isinstance(got, SpecRuntimeError):
-            raise got
-        return _copy(got[0]), _copy(got[1])
+
+        def compute() -> tuple[_Dict, _Dict]:
+            return self.injected_of(d), self.state_to_dict(self.step(self.state_from_dict(d), act, key))
+
+        injected, stepped = _remember(self._steps, _digest(d, np.asarray(act), np.asarray(key)), compute)
+        return _copy(injected), _copy(stepped)
+
+
+def _remember(memo: dict[bytes, Any], k: bytes, compute: Callable[[], Any]) -> Any:
+    """`compute()` once per key; a SpecRuntimeError is remembered and raised again."""
+    if k not in memo:
+        if len(memo) >= _MEMO_CAP:
+            memo.clear()
+        try:
+            memo[k] = compute()
+        except SpecRuntimeError as e:
+            memo[k] = e
+    got = memo[k]
+    if isinstance(got, SpecRuntimeError):
+        raise got
+    return got
 
 
 def _copy(d: _Dict) -> _Dict:

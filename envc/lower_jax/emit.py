@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from envc import ir, mathops
-from envc.intervals import assigned_locals, fixed_ranges, interval
+from envc.intervals import fixed_ranges, interval, keep_let
 from envc.ir import DType, Ty
 from envc.lower_jax import mathops as jax_mathops
 from envc.lower_jax.names import PyNames
@@ -451,11 +451,7 @@ class Emitter:
         for i, s in enumerate(stmts):
             getattr(self, "s_" + s.kind)(s, sc)
             if isinstance(s, ir.LetS):  # a local never assigned again keeps its value's range
-                iv = None if s.name in assigned_locals(stmts[i + 1 :]) else interval(s.value, sc.ranges, self.consts)
-                if iv is None:
-                    sc.ranges.pop(s.name, None)
-                else:
-                    sc.ranges[s.name] = iv
+                keep_let(sc.ranges, s, stmts[i + 1 :], self.consts)
 
     def s_let(self, s: ir.LetS, sc: Scope) -> None:
         value = self.expr(s.value, sc)

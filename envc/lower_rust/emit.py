@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from envc import ir, mathops
-from envc.intervals import assigned_locals, fixed_ranges, interval
+from envc.intervals import assigned_locals, fixed_ranges, interval, keep_let
 from envc.ir import DType, Ty
 from envc.lower_rust import mathops as rust_mathops
 from envc.lower_rust.names import Names, comment_lines
@@ -719,13 +719,8 @@ class Emitter:
                 ctx.ranges.pop(s.name, None)
                 skip = True
             elif isinstance(s, ir.LetS):
-                later = assigned_locals(stmts[i + 1 :])
-                self.s_let(s, ctx, mutable=s.name in later)
-                iv = None if s.name in later else interval(s.value, ctx.ranges, self.consts)
-                if iv is None:
-                    ctx.ranges.pop(s.name, None)
-                else:  # a local never assigned again keeps its value's range (`let c = LINE[d, i, j]`)
-                    ctx.ranges[s.name] = iv
+                self.s_let(s, ctx, mutable=s.name in assigned_locals(stmts[i + 1 :]))
+                keep_let(ctx.ranges, s, stmts[i + 1 :], self.consts)  # `let c = LINE[d, i, j]` keeps 0..15
             else:
                 getattr(self, "s_" + s.kind)(s, ctx)
 
