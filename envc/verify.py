@@ -995,6 +995,13 @@ def _one_changed(
     return out
 
 
+def _capacity(spec: ir.SpecIR, f: ir.FieldInfo) -> ir.FieldInfo | None:
+    """A zone's count bounded by 0 and the zone's capacity (no state of the zone holds more), else None."""
+    if f.zone is None or not f.name.endswith(".count"):
+        return None
+    return f.model_copy(update={"low": 0.0, "high": float(spec.field(f.zone).ty.shape[-1])})
+
+
 def _around(c: float, f: ir.FieldInfo, k: int = 1) -> list[float]:
     """`c` in the field's dtype and the `k` values of that dtype on each side (ulps for floats, units for
     integers; a non-integral `c` gives the integers on both sides of it), within the declared bounds."""
@@ -1178,7 +1185,7 @@ def level2_contract(
         f = info.get(name)
         if f is None or f.ty.dtype is ir.DType.BOOL or f.ty.enum is not None:
             continue
-        unbounded = f.model_copy(update={"low": None, "high": None})
+        unbounded = _capacity(spec, f) or f.model_copy(update={"low": None, "high": None})
         for c in sorted(consts):
             for v in _around(c, unbounded):
                 j += 1
@@ -1192,8 +1199,11 @@ def level2_contract(
         if k2[0] in info and info[k2[0]].ty.dtype is not ir.DType.BOOL and info[k2[0]].ty.enum is None
     }
     for (name, at), compared in bounds.items():
-        f = info[name]
+        limited = _capacity(spec, info[name])
+        f = limited or info[name]
         for c in compared:
+            if limited is not None and not 0 <= c <= (limited.high or 0):
+                continue
             for r in range(6):
                 j += 1
                 d = {k2: np.array(x, copy=True) for k2, x in injected(j).items()}
