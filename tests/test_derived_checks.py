@@ -30,6 +30,17 @@ def _edited(spec_file: str, old: str, new: str) -> Any:
     return prog.env(None)
 
 
+def _edited_text(path: Path, text: str, old: str, new: str) -> Any:
+    """`_edited` for a spec written here (`text` saved at `path`)."""
+    from envc.mutate.jax import JaxProgram
+
+    path.write_text(text)
+    prog = JaxProgram(envc.load(str(path)))
+    assert prog.source.count(old) == 1, old
+    prog.tree = ast.parse(prog.source.replace(old, new))
+    return prog.env(None)
+
+
 def _checks(env: Any) -> dict[str, Check]:
     return {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=10, states=40)}
 
@@ -170,15 +181,8 @@ invariants:
 def test_every_kind_of_legal_move_is_taken_with_the_player_to_move_out_of_range(tmp_path: Path) -> None:
     """The claim is one legal move in sixty-one: with no player to move, its write must be dropped (14.3), and a
     backend that clamps it onto a player's flag is caught only if that state takes a claim."""
-    from envc.mutate.jax import JaxProgram
-
-    path = tmp_path / "many_kinds.yaml"
-    path.write_text(MANY_KINDS)
-    prog = JaxProgram(envc.load(str(path)))
     old = "state.claimed.at[drop_index(state.current_player, 2)]"
-    assert prog.source.count(old) == 1
-    prog.tree = ast.parse(prog.source.replace(old, "state.claimed.at[clamp_index(state.current_player, 2)]"))
-    env = prog.env(None)
+    env = _edited_text(tmp_path / "many_kinds.yaml", MANY_KINDS, old, old.replace("drop_index", "clamp_index"))
     checks = {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=4, states=6)}
     nobody = checks.pop("one step with the player to move out of range (-1, num_players)")
     assert not nobody.passed and "'claimed'" in nobody.failures[0]
@@ -244,15 +248,8 @@ def test_a_comparison_at_a_computed_index_gets_boundary_states(tmp_path: Path) -
     """`stock[current_player] > 0` -> `>= 0`: no game empties a stock of 50 in 20 moves, and the compared element
     is picked by the player to move; both players' stocks are put at 0 and its neighbours (before, only reads at
     literal indices had boundary states)."""
-    from envc.mutate.jax import JaxProgram
-
-    path = tmp_path / "stocks.yaml"
-    path.write_text(STOCKS)
-    prog = JaxProgram(envc.load(str(path)))
     old = "(state.stock[clamp_index(state.current_player, 2)] > jnp.int32(0))"
-    assert prog.source.count(old) == 1, prog.source
-    prog.tree = ast.parse(prog.source.replace(old, old.replace(" > ", " >= ")))
-    env = prog.env(None)
+    env = _edited_text(tmp_path / "stocks.yaml", STOCKS, old, old.replace(" > ", " >= "))
     checks = {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=4, states=10)}
     edges = checks.pop("one step from boundary values (compared constants, +-1 ulp / +-1)")
     assert not edges.passed and "stock" in edges.failures[0]  # fuzzed states may draw a 0 too, reached ones never
