@@ -122,7 +122,7 @@ def fixed_ranges(spec: ir.SpecIR) -> dict[str, Interval]:
                     ranges.pop(t.name, None)
         last = c.body[-1]
         assert isinstance(last, ir.ReturnS) and last.value is not None
-        iv = interval(last.value, {k: v for k, v in ranges.items() if k not in assigned_locals(c.body)}, out)
+        iv = interval(last.value, ranges, out)
         lo, hi = c.returns.dtype.int_range
         if iv is not None and lo <= iv[0] and iv[1] - 1 <= hi:
             out[name + "()"] = iv

@@ -1118,6 +1118,21 @@ def level2_contract(
             m = finished_contract(spec, before, got, f"finished state {i} action {a} (backend)")
         if m:  # "" cannot happen here: a finished state computes nothing
             finished.fail(m)
+    invariants = Check("L2", "the same invariants fail on injected states as on the reference")
+
+    def same_invariants(d: dict[str, np.ndarray], what: str, check: Check | None = None) -> None:
+        """One case of `check` (default: the invariants check): the names of the failing invariants of `d`,
+        backend vs reference (skipped where the reference cannot evaluate them)."""
+        check = check if check is not None else invariants
+        try:
+            want_inv = sorted(ref.invariants_of(d))
+        except SpecRuntimeError:
+            return
+        check.cases += 1
+        got_inv = sorted(env.invariants(env.state_from_dict(d)))
+        if got_inv != want_inv:
+            check.fail(f"{what}: the reference's invariants fail on {want_inv}, the backend's on {got_inv}")
+
     # 14.3's fallbacks where the player to move is no player (an injected state): reads indexed by it clamp,
     # writes are dropped, and an illegal id's penalty goes to nobody while the others still get their share.
     # Its own draws, so that the checks after it see the states they saw before it was added.
@@ -1141,10 +1156,7 @@ def level2_contract(
             ids += [int(legal[j]) for j in np.unique(kinds[legal], return_index=True)[1]]
         what = f"{what} with current_player = {int(d['current_player'])}"
         if spec.invariants:  # their reads indexed by the player clamp too
-            nobody.cases += 1
-            want_inv, got_inv = sorted(ref.invariants_of(d)), sorted(env.invariants(env.state_from_dict(d)))
-            if got_inv != want_inv:
-                nobody.fail(f"{what}: the reference's invariants fail on {want_inv}, the backend's on {got_inv}")
+            same_invariants(d, what, nobody)
         for a in ids:
             key_nobody, k = rng.split(key_nobody)
             nobody.cases += 1
@@ -1153,19 +1165,6 @@ def level2_contract(
                 nobody.cases -= 1
             elif m is not None:
                 nobody.fail(m)
-    invariants = Check("L2", "the same invariants fail on injected states as on the reference")
-
-    def same_invariants(d: dict[str, np.ndarray], what: str) -> None:
-        """One case: the names of the failing invariants of `d`, backend vs reference (skipped where the
-        reference cannot evaluate them)."""
-        try:
-            want_inv = sorted(ref.invariants_of(d))
-        except SpecRuntimeError:
-            return
-        invariants.cases += 1
-        got_inv = sorted(env.invariants(env.state_from_dict(d)))
-        if got_inv != want_inv:
-            invariants.fail(f"{what}: the reference's invariants fail on {want_inv}, the backend's on {got_inv}")
 
     for i in range(2 * n if spec.invariants else 0):
         same_invariants(injected(i) if i % 4 else pool[i % len(pool)] if pool else fuzz_state(spec, base, gen),

@@ -795,33 +795,31 @@ class Emitter:
         """Write a scalar `value` (code, or an expression emitted inside the write's guard, where the indices it
         checked are known in range) of `value_ty` to target `t`; an array target is filled."""
 
-        def inside(guarded: bool) -> str:
+        def inside(dims: tuple[int, ...] = ()) -> str:
+            """The value's code; `dims`: those of the indices a guard around it checks."""
             if isinstance(value, str):
                 return conv(value, value_ty, t.ty.scalar(), self.enums)
-            inner = ctx
-            if guarded:
-                known = {(_shape_key(e), d) for e, d in zip(t.index, dims) if self._checked(e, d, ctx)}
-                inner = replace(ctx, checked=ctx.checked | known)
+            known = {(_shape_key(e), d) for e, d in zip(t.index, dims) if self._checked(e, d, ctx)}
+            inner = replace(ctx, checked=ctx.checked | known) if known else ctx
             return conv(self.expr(value, inner), value_ty, t.ty.scalar(), self.enums)
 
         if t.space == "local" and t.index:  # an element of an array local
-            dims = t.dims
             where = self.write_offset(t.index, t.dims, ctx)
             if where is None:
                 self.line("// an index that is never in range: the write is dropped")
                 return
             checks, off = where
-            v = inside(bool(checks))
+            v = inside(t.dims)
             with self.guarded(checks):
                 self.line(f"{self.local(t.name)}[{off}] = {v};")
             return
         if t.space == "local":
-            self.line(f"{self.local(t.name)} = {inside(False)};")
+            self.line(f"{self.local(t.name)} = {inside()};")
             return
-        dims = shape = self.shapes[(t.space, t.name)]
+        shape = self.shapes[(t.space, t.name)]
         place = self.storage(t.space, t.name)
         if not shape:
-            self.line(f"{place} = {inside(False)};")
+            self.line(f"{place} = {inside()};")
             return
         rest = math.prod(shape[len(t.index) :])
         where = self.write_offset(t.index, shape, ctx)
@@ -829,7 +827,7 @@ class Emitter:
             self.line("// an index that is never in range: the write is dropped")
             return
         checks, off = where
-        v = inside(bool(checks))
+        v = inside(shape)
         with self.guarded(checks):
             if t.ty.shape:
                 self.line(
