@@ -17,6 +17,7 @@ from envc import ir, rng
 from envc.diagnostics import SpecRuntimeError
 from envc.interpret import ReferenceEnv
 from envc.stats import compare_samples, far, parting_rank_test, twin_horizons
+from envc.symmetry import swap_players, tell_apart
 from envc.visibility import Visibility, element_name
 
 ATOL, RTOL = 1e-6, 1e-5
@@ -145,15 +146,20 @@ def fuzz_state(spec: ir.SpecIR, base: dict[str, np.ndarray], gen: np.random.Gene
                 gen.integers(lo, hi, size=shape, endpoint=True),
             )
         d[f.name] = np.asarray(v).astype(d[f.name].dtype)
-    for f in spec.fields:  # freed zone slots are zero
-        if f.zone is not None and not f.name.endswith(".count"):
-            cnt = d[f.name + ".count"]
-            idx = np.arange(f.ty.shape[-1])
-            d[f.name] = np.where(idx < cnt[..., None], d[f.name], 0).astype(d[f.name].dtype)
+    _free_slots_zero(spec, d)
     d["rewards"] = np.zeros(spec.players, np.float32)
     d["terminated"] = np.asarray(False)
     d["truncated"] = np.asarray(False)
     return d
+
+
+def _free_slots_zero(spec: ir.SpecIR, d: dict[str, np.ndarray]) -> None:
+    """Zero every zone slot at or past the zone's count, in place (a well-formed zone, as every backend keeps it)."""
+    for f in spec.fields:
+        if f.zone is not None and not f.name.endswith(".count"):
+            cnt = d[f.name + ".count"]
+            idx = np.arange(f.ty.shape[-1])
+            d[f.name] = np.where(idx < cnt[..., None], d[f.name], 0).astype(d[f.name].dtype)
 
 
 def _rollout(env: Any, key: rng.Key, gen: np.random.Generator, max_steps: int) -> Iterator[Any]:
@@ -385,6 +391,7 @@ class _Loose(ReferenceEnv):
         self._injected: dict[bytes, _Dict | SpecRuntimeError] = {}
         self._invariants: dict[bytes, list[str] | SpecRuntimeError] = {}
         self._steps: dict[bytes, tuple[_Dict, _Dict] | SpecRuntimeError] = {}
+        self._minimal: dict[bytes, list[tuple[_Dict, Any, rng.Key]]] = {}
 
     def injected_of(self, d: Mapping[str, Any]) -> _Dict:
         """`d` injected, as a dict (a copy; raises as `state_from_dict` does)."""
@@ -402,6 +409,82 @@ class _Loose(ReferenceEnv):
 
         injected, stepped = _remember(self._steps, _digest(d, np.asarray(act), np.asarray(key)), compute)
         return _copy(injected), _copy(stepped)
+
+
+    def minimal_endings(
+        self, pool: list[_Dict], base: _Dict, states: int, seed: int
+    ) -> list[tuple[_Dict, Any, rng.Key]]:
+        """States cut down to what ends the game, each with its legal move and key: a reached or fuzzed state whose
+        move ends the episode, every element put back to its initial value, one at a time in a random order,
+        wherever the step still ends it with the same rewards (the move still legal). What is left is one line of
+        four or one decisive card: each window of a win test and each reason to end shows alone, where random play
+        and fuzzing reach it only among others. `_minimal_budget(spec) * states` reference steps from a fixed
+        seed (the same states every run; kept per pool, so a second run costs nothing)."""
+        memo_key = _digest(np.asarray([states, seed]), *pool)
+        if memo_key in self._minimal:
+            return self._minimal[memo_key]
+        spec = self.spec
+        gen, key = np.random.default_rng(seed + 16), rng.key_from_seed(seed + 16)
+        storage = [f.name for f in spec.fields if f.name not in ("current_player", "step_count")]
+        found: list[tuple[_Dict, Any, rng.Key]] = []
+        spent, budget = 0, _minimal_budget(spec) * states
+
+        def ends(d: _Dict, act: Any, k: rng.Key) -> np.ndarray | None:
+            """The rewards of a legal move `act` from `d` that ends the episode, else None."""
+            s0 = self.state_from_dict(d)
+            if spec.box is None and not bool(np.asarray(s0.legal_action_mask)[act]):
+                return None
+            s1 = self.step(s0, act, k)
+            return np.asarray(s1.rewards) if s1.terminated else None
+
+        for i in range(8 * states):
+            if spent >= budget:
+                break
+            d = _copy(pool[i % len(pool)]) if i % 2 == 0 and pool else fuzz_state(spec, base, gen)
+            try:
+                mask = np.asarray(self.state_from_dict(d).legal_action_mask)
+                if spec.box is None and not np.any(mask):
+                    continue
+                act = _action(spec, mask, gen)
+                key, k = rng.split(key)
+                rewards = ends(d, act, k)
+            except SpecRuntimeError:
+                continue
+            spent += 1
+            if rewards is None:
+                continue
+            # put back whole fields first, then halves of what is left of each, down to single elements: a field
+            # the ending does not read costs one step, a line of four in 28 discs about twenty
+            chunks = [[(n, at) for at in np.ndindex(np.shape(d[n])) if d[n][at] != base[n][at]] for n in storage]
+            todo = [[c[j] for j in gen.permutation(len(c))] for c in chunks if c]
+            while todo and spent < budget:
+                chunk = todo.pop()
+                trial = _copy(d)
+                for n, at in chunk:
+                    trial[n][at] = base[n][at]
+                _free_slots_zero(spec, trial)  # a zone's count put back frees its slots
+                try:
+                    now = ends(trial, act, k)
+                except SpecRuntimeError:
+                    now = None
+                spent += 1
+                if now is not None and _same(now, rewards):
+                    d = trial
+                elif len(chunk) > 1:
+                    todo += [chunk[len(chunk) // 2 :], chunk[: len(chunk) // 2]]
+            found.append((d, act, k))
+        self._minimal = {memo_key: found}  # one pool at a time
+        return found
+
+
+def _minimal_budget(spec: ir.SpecIR) -> int:
+    """Reference steps per L2 state for `minimal_endings`: MINIMAL_WORK IR nodes' worth (a step's cost grows with
+    the spec's size), between 10 and 50 steps: connect four 49, tcg 10. Counted, not timed: the same states on
+    every machine."""
+    from envc.against import _nodes, _step_parts  # envc.against imports this module
+
+    size = sum(1 for _ in _nodes(_step_parts(spec)))
+    return max(10, min(50, MINIMAL_WORK // max(1, size)))
 
 
 def _remember(memo: dict[bytes, Any], k: bytes, compute: Callable[[], Any]) -> Any:
@@ -764,6 +847,17 @@ def verify(
 # ---- derived checks of the step's contract (spec-language 14.3) and of boundary values (issue #20) ------------
 
 HUGE_ID = 2**31 - 1  # the largest id every backend accepts (an i32 action)
+SWAPPED_MOVES = 8  # legal moves stepped from each state with the players swapped
+MINIMAL_WORK = 15_000  # the minimal-ending check's reference work per L2 state, in IR nodes stepped
+LEGAL_STATES = 50  # reached states per boundary value of a `legal:` comparison
+
+
+def _legal_ids(kinds: np.ndarray, mask: np.ndarray, gen: np.random.Generator, most: int = 0) -> list[int]:
+    """Legal ids in a random order: one of every action kind (`kinds`: each id's kind), then others up to `most`."""
+    legal = gen.permutation(np.flatnonzero(mask))
+    first = np.unique(kinds[legal], return_index=True)[1]
+    rest = np.delete(legal, first)
+    return [int(legal[j]) for j in first] + [int(a) for a in rest[: max(0, most - len(first))]]
 
 
 def _bad_ids(spec: ir.SpecIR, mask: np.ndarray, gen: np.random.Generator) -> list[int]:
@@ -955,6 +1049,84 @@ def _ill_conditioned(spec: ir.SpecIR, want: Mapping[str, np.ndarray], got: Mappi
     if not floats or all(_same(want[n], got[n]) for n in floats):
         return False
     return all(not np.any(far(np.asarray(got[n]), np.asarray(want[n]), RTOL, ATOL)) for n in floats)
+
+
+def _legality(spec: ir.SpecIR) -> list[Any]:
+    """The IR that decides which moves are legal: every `legal:` condition and the callables it reaches."""
+    from envc.intervals import _calls
+
+    parts: list[Any] = [a.legal for a in spec.actions]
+    by_name = {c.name: c for c in spec.callables}
+    seen: set[str] = set()
+    todo = _calls(tuple(parts))
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        parts.append(by_name[name].body)
+        todo |= _calls(by_name[name].body)
+    return parts
+
+
+def _legal_at_boundaries(
+    spec: ir.SpecIR, env: Any, ref: _Loose, pool: list[dict[str, np.ndarray]], wrote: dict[str, list[str]]
+) -> Check:
+    """The legal moves of reached states with an element a `legal:` condition compares (`deck.count[pl] > 0`) set
+    to the constant and its neighbours: injected on both and compared, no step. Many states per constant (the
+    step-by-step boundary check tries six): a move that needs a card in hand as well as an empty deck shows only
+    where random play put that card in hand."""
+    from envc.against import boundaries  # envc.against imports this module
+
+    check = Check("L2", "legal moves at boundary values (constants compared in legal:, +-1)")
+    info = {f.name: f for f in spec.fields}
+    every = max(1, len(pool) // LEGAL_STATES)
+    for (name, at), compared in sorted(boundaries(spec, _legality(spec)).items()):
+        f = info.get(name)
+        if f is None or f.ty.dtype is ir.DType.BOOL or f.ty.enum is not None:
+            continue
+        limited = _capacity(spec, f)
+        for c in sorted(compared):
+            if limited is not None and not 0 <= c <= (limited.high or 0):
+                continue
+            for j in range(0, len(pool), every):
+                for v in _around(c, limited or f):
+                    d = _copy(pool[j])
+                    d[name][at] = v
+                    _free_slots_zero(spec, d)
+                    try:
+                        want = ref.injected_of(d)
+                    except SpecRuntimeError:
+                        continue
+                    check.cases += 1
+                    got = env.state_to_dict(env.state_from_dict(d))
+                    what = f"reached state {j} with {element_name(name, at)} = {v!r} (injected)"
+                    m = diff(spec, want, got, what, wrote)
+                    if m is not None:
+                        check.fail(m)
+    return check
+
+
+def _minimal_endings(
+    spec: ir.SpecIR,
+    env: Any,
+    ref: _Loose,
+    pool: list[dict[str, np.ndarray]],
+    base: dict[str, np.ndarray],
+    states: int,
+    seed: int,
+    wrote: dict[str, list[str]],
+) -> Check:
+    """One step from states cut down to what ends the game (`_Loose.minimal_endings`), compared as L2 does."""
+    check = Check("L2", "one step from minimal states that end the game (each element decisive)")
+    for i, (d, act, k) in enumerate(ref.minimal_endings(pool, base, states, seed)):
+        check.cases += 1
+        m, _, _ = _one_step(spec, ref, env, d, act, k, f"minimal ending state {i}", wrote)
+        if m == "":
+            check.cases -= 1
+        elif m is not None:
+            check.fail(m)
+    return check
 
 
 def _one_changed(
@@ -1152,8 +1324,7 @@ def level2_contract(
             _outside_box(spec, gen_nobody)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen_nobody)[i % 4 :: 4]
         )
         if not box:  # a legal move of every kind: an attack whose effect lands on its own (no) player's side
-            legal = gen_nobody.permutation(np.flatnonzero(mask))
-            ids += [int(legal[j]) for j in np.unique(kinds[legal], return_index=True)[1]]
+            ids += _legal_ids(kinds, mask, gen_nobody)
         what = f"{what} with current_player = {int(d['current_player'])}"
         if spec.invariants:  # their reads indexed by the player clamp too
             same_invariants(d, what, nobody)
@@ -1165,6 +1336,36 @@ def level2_contract(
                 nobody.cases -= 1
             elif m is not None:
                 nobody.fail(m)
+
+    # reached states with players 0 and 1 exchanged (envc.symmetry): the other player's version of each, where a
+    # backend indexing by the wrong player shows (random play reaches a rare event for one player only)
+    swapped = Check("L2", "one step with the players swapped, or their storage told apart")
+    gen_swap, key_swap = np.random.default_rng(seed + 15), rng.key_from_seed(seed + 15)
+    for j, start in enumerate(pool if spec.players >= 2 else []):
+        d = swap_players(spec, start) if j % 2 == 0 else tell_apart(spec, start)
+        try:
+            mask = np.asarray(ref.injected_of(d)["legal_action_mask"])
+        except SpecRuntimeError:
+            continue
+        what = f"reached state {j} with " + (
+            "players 0 and 1 swapped" if j % 2 == 0 else "player 0's storage one more where it equals player 1's"
+        )
+        if spec.invariants:
+            same_invariants(d, what, swapped)
+        ids = (
+            [_action(spec, mask, gen_swap)] if box
+            else _legal_ids(kinds, mask, gen_swap, SWAPPED_MOVES) + _bad_ids(spec, mask, gen_swap)[j % 4 :: 4]
+        )
+        for a in ids:
+            key_swap, k = rng.split(key_swap)
+            swapped.cases += 1
+            m, _, _ = _one_step(spec, ref, env, d, a, k, what, wrote)
+            if m == "":
+                swapped.cases -= 1
+            elif m is not None:
+                swapped.fail(m)
+
+    ending = _minimal_endings(spec, env, ref, pool, base, states, seed, wrote)
 
     for i in range(2 * n if spec.invariants else 0):
         same_invariants(injected(i) if i % 4 else pool[i % len(pool)] if pool else fuzz_state(spec, base, gen),
@@ -1247,5 +1448,7 @@ def level2_contract(
                         edges.fail(m)
     edges.figures = {"ill_conditioned": ties}
     edges.cases -= ties
-    checks = [illegal, finished, nobody] + ([invariants] if spec.invariants else [])
-    return checks + ([edges] if edges.cases else [])
+    masks = _legal_at_boundaries(spec, env, ref, pool, wrote)
+    checks = [illegal, finished, nobody] + ([swapped] if swapped.cases else []) + ([ending] if ending.cases else [])
+    checks += [invariants] if spec.invariants else []
+    return checks + [c for c in (edges, masks) if c.cases]

@@ -254,3 +254,57 @@ def test_a_comparison_at_a_computed_index_gets_boundary_states(tmp_path: Path) -
     edges = checks.pop("one step from boundary values (compared constants, +-1 ulp / +-1)")
     assert not edges.passed and "stock" in edges.failures[0]  # fuzzed states may draw a 0 too, reached ones never
     assert checks["one step from reference-rollout states"].passed and checks["invariants hold"].passed
+
+
+OWNER = """
+name: owner
+doc: "Player 0 claims the flag on the first move; after that, each move marks the flag's owner, until six moves."
+version: "1.0"
+players: 2
+state:
+  owner: {type: i8, init: -1, doc: "The player who claimed the flag, -1 = nobody yet"}
+  marks: {type: i32, per_player: true}
+  moves: {type: i32}
+actions:
+  claim:
+    legal: "owner == -1"
+    effect: "owner = i8(current_player)"
+  mark:
+    legal: "owner != -1"
+    effect: "marks[owner] += 1"
+reset: "current_player = 0"
+rules:
+  - name: next_turn
+    body: |
+      moves += 1
+      current_player = 1 - current_player
+reward: "0.0"
+terminated: "moves >= 6"
+observation:
+  fields:
+    mine: {type: i32, low: 0, high: 6}
+  body: "mine = marks[p]"
+"""
+
+
+def test_player_ones_version_of_a_reached_state_is_stepped(tmp_path: Path) -> None:
+    """Player 0 always owns the flag in play, so a backend that marks player 0 whoever owns it passes every
+    reached state; with the players swapped (`owner` is a player id: it indexes per-player storage) it fails."""
+    old = "state.marks.at[drop_index(state.owner, 2)]"
+    env = _edited_text(tmp_path / "owner.yaml", OWNER, old, "state.marks.at[0]")
+    checks = {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=4, states=10)}
+    swapped = checks["one step with the players swapped, or their storage told apart"]
+    assert not swapped.passed and "players 0 and 1 swapped" in swapped.failures[0] and "'marks'" in swapped.failures[0]
+    assert checks["one step from reference-rollout states"].passed and checks["invariants hold"].passed
+
+
+def test_each_window_of_a_win_test_is_stepped_alone() -> None:
+    """Connect four's win test reads 69 windows; one of them turned into another (row 1's across line from
+    column 0 checked down-right instead) wins or loses only where that window alone is four: random play and
+    fuzzed boards show it among others. States cut down to what ends the game show each window alone."""
+    call = "four_from(state, params, c_1, jnp.int32(1), jnp.int32(0), jnp.int32(0), jnp.int32(1))"
+    env = _edited("connect_four.yaml", call, call.replace("jnp.int32(0), jnp.int32(1))", "jnp.int32(1), jnp.int32(1))"))
+    checks = {c.name: c for c in verify(env.spec, env, levels=("L2",), states=200)}
+    minimal = checks.pop("one step from minimal states that end the game (each element decisive)")
+    assert not minimal.passed and "'winner'" in minimal.failures[0]
+    assert checks["one step from reference-rollout states"].passed and checks["one step from fuzzed states"].passed
