@@ -308,3 +308,45 @@ def test_each_window_of_a_win_test_is_stepped_alone() -> None:
     minimal = checks.pop("one step from minimal states that end the game (each element decisive)")
     assert not minimal.passed and "'winner'" in minimal.failures[0]
     assert checks["one step from reference-rollout states"].passed and checks["one step from fuzzed states"].passed
+
+
+VAULT = """
+name: vault
+doc: "A player who found their key may take from their own stock of 50; 20 moves end the game."
+version: "1.0"
+players: 2
+state:
+  has_key: {type: bool, per_player: true}
+  stock: {type: i32, per_player: true, init: 50}
+  moves: {type: i32}
+actions:
+  find:
+    legal: "not has_key[current_player]"
+    effect: "has_key[current_player] = true"
+  take:
+    legal: "has_key[current_player] and stock[current_player] > 0"
+    effect: "stock[current_player] -= 1"
+  wait: {effect: "moves += 0"}
+rules:
+  - name: next_turn
+    body: |
+      moves += 1
+      current_player = 1 - current_player
+reward: "0.0"
+terminated: "moves >= 20"
+observation:
+  fields:
+    mine: {type: i32, low: 0, high: 50}
+  body: "mine = stock[p]"
+"""
+
+
+def test_a_legal_condition_is_tried_at_its_boundary_in_many_reached_states(tmp_path: Path) -> None:
+    """`stock[current_player] > 0` -> `>= 0`: no game empties a stock, and the move also needs the key; the legal
+    moves of reached states with each stock at 0 and its neighbours are compared."""
+    old = "(state.stock[clamp_index(state.current_player, 2)] > jnp.int32(0))"
+    env = _edited_text(tmp_path / "vault.yaml", VAULT, old, old.replace(" > ", " >= "))
+    checks = {c.name: c for c in verify(env.spec, env, levels=("L1", "L2"), episodes=4, states=40)}
+    masks = checks["legal moves at boundary values (constants compared in legal:, +-1)"]
+    assert not masks.passed and "stock[" in masks.failures[0] and "legal_action_mask" in masks.failures[0]
+    assert checks["one step from reference-rollout states"].passed and checks["invariants hold"].passed

@@ -229,3 +229,13 @@ def test_rust_equivalents_proven_from_the_code(tmp_path: Path, monkeypatch: pyte
     assert zeros and all(w is not None and "written by the loop" in w for w in zeros)
     others = [k for k, why in proven.items() if why is not None and k[0] not in ("stmt_drop", "constant")]
     assert not others
+
+
+def test_jax_reset_write_of_the_declared_init_is_proven_equivalent() -> None:
+    """Mountain car's reset writes `velocity = 0.0`, its declared init: dropping it keeps the input state's 0.0,
+    proven from the code; dropping the position's draw is not (the input holds the init, not the draw)."""
+    prog = JaxProgram(envc.load(str(ROOT / "docs" / "examples" / "continuous_mountain_car.yaml")))
+    drops = {prog.code(s).split(" = ")[0]: s for s in prog.sites if s.function == "reset" and s.op == "stmt_drop"}
+    assert set(drops) == {"position_1", "velocity_1"}
+    assert "the declared init, to `velocity`" in (prog.same_tree(drops["velocity_1"]) or "")
+    assert prog.same_tree(drops["position_1"]) is None

@@ -19,6 +19,7 @@ import numpy as np
 
 from envc import ir, rng
 from envc.diagnostics import Span
+from envc.interpret import NP_DTYPE
 from envc.mutate import operators
 from envc.mutate.spans import marked_lines, strip_marks
 
@@ -85,7 +86,30 @@ class JaxProgram:
             return site.equivalent
         if ast.dump(operators.apply(self.tree, site)) == ast.dump(self.tree):
             return "identical code after the change"
-        return None
+        return self._reset_writes_init(site)
+
+    def _reset_writes_init(self, site: operators.Site) -> str | None:
+        """A dropped reset write of a field's declared init (`velocity_1 = jnp.float32(0.0)` kept as
+        `state.velocity`): `reset` receives the state `init` builds from the declared inits, so the value is there."""
+        if site.op != "stmt_drop" or site.function != "reset" or not site.replacement.startswith("state."):
+            return None
+        from envc.lower_jax.names import PyNames
+
+        node = list(ast.walk(self.tree))[site.index]
+        value = _literal(node.value) if isinstance(node, ast.Assign) else None
+        reset = next((f for f in self.tree.body if isinstance(f, ast.FunctionDef) and f.name == "reset"), None)
+        if reset is None or any(isinstance(t, ast.Name) and t.id == "state" for n in ast.walk(reset) if isinstance(n, ast.Assign)
+               for t in n.targets):
+            return None  # `state` is no longer the input there
+        py = PyNames(self.spec)
+        name = site.replacement.removeprefix("state.")
+        f = next((f for f in self.spec.fields if py.field(f.name) == name and not f.ty.shape), None)
+        if value is None or f is None or len(f.init) != 1:
+            return None
+        dtype = NP_DTYPE[f.ty.dtype]
+        if np.asarray(value).astype(dtype).tobytes() != np.asarray(f.init[0]).astype(dtype).tobytes():
+            return None
+        return f"proven: the reset writes {value!r}, the declared init, to `{f.name}`, which its input state holds"
 
     def module(self, site: operators.Site | None) -> Any:
         """The module of the original (None) or of one mutant, freshly executed."""
@@ -198,3 +222,21 @@ def _canonical(hlo: str) -> str:
     tables = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
     blocks = [b for b in hlo.split("\n\n") if not b.lstrip("\n").startswith(tables)]
     return re.sub(r", metadata=\{[^{}]*\}", "", "\n\n".join(blocks))
+
+
+def _literal(e: ast.expr) -> bool | int | float | None:
+    """The value of a generated constant (`jnp.float32(0.0)`, `jnp.int8(3)`, `jnp.bool_(True)`, either inside
+    `jax.lax.optimization_barrier(...)`), else None."""
+    while isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords:
+        f = e.func
+        if isinstance(f, ast.Attribute) and (
+            f.attr == "optimization_barrier" or (isinstance(f.value, ast.Name) and f.value.id == "jnp")
+        ):
+            e = e.args[0]
+        else:
+            return None
+    neg = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
+    c = e.operand if neg and isinstance(e, ast.UnaryOp) else e
+    if isinstance(c, ast.Constant) and isinstance(c.value, (bool, int, float)):
+        return -c.value if neg else c.value
+    return None
