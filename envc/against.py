@@ -29,12 +29,11 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from envc import ir, rng
 from envc.diagnostics import SpecRuntimeError
@@ -217,17 +216,6 @@ def _stat_json(s: Any) -> dict[str, Any]:
 
 
 # ---- what the spec compares with constants -----------------------------------------------------------------
-def _nodes(root: Any) -> Iterator[BaseModel]:
-    stack = [root]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, BaseModel):
-            yield x
-            stack.extend(x.__dict__.values())
-        elif isinstance(x, (tuple, list)):
-            stack.extend(x)
-
-
 def _step_parts(spec: ir.SpecIR) -> list[Any]:
     """The IR a step runs (the reset excluded)."""
     parts: list[Any] = [spec.actions, spec.rules, spec.callables, spec.reward, spec.terminated, spec.truncated]
@@ -238,7 +226,7 @@ def _step_parts(spec: ir.SpecIR) -> list[Any]:
 def draws_in_step(spec: ir.SpecIR) -> bool:
     """Does a step of `spec` draw randomness (so that a key search can follow the original's chance)?"""
     for part in (spec.actions, spec.rules, spec.box):
-        for n in _nodes(part):
+        for n in ir.nodes(part):
             if isinstance(n, ir.Random) or (isinstance(n, ir.ZoneOp) and n.op == "shuffle"):
                 return True
             if isinstance(n, (ir.Reduce, ir.ReduceArray)) and n.op == "choice":
@@ -296,7 +284,7 @@ def boundaries(spec: ir.SpecIR, parts: list[Any] | None = None) -> dict[tuple[st
     (`x > x_threshold`, `abs(t) <= PI`)."""
     out: dict[tuple[str, tuple[int, ...]], set[float]] = {}
     for part in _step_parts(spec) if parts is None else parts:
-        for n in _nodes(part):
+        for n in ir.nodes(part):
             if not isinstance(n, ir.Binary) or n.op not in _CMP:
                 continue
             for a, b in ((n.a, n.b), (n.b, n.a)):
@@ -552,7 +540,7 @@ class Against:
         if quantity == "legal_action_mask":
             return [at(a.legal.span) for a in spec.actions][:3]
         # a step's divergence: the lines of the step first, those of the reset after them
-        reset = {f"{n.span.path}:{n.span.line}" for n in _nodes(spec.reset) if isinstance(n, ir.Assign)}
+        reset = {f"{n.span.path}:{n.span.line}" for n in ir.nodes(spec.reset) if isinstance(n, ir.Assign)}
         return sorted(self.wrote.get(quantity, []), key=lambda w: w in reset)
 
     # ---- one step from a state ----------------------------------------------------------------------------

@@ -291,11 +291,9 @@ def measure(
 # ---- steering toward the arms not reached ----------------------------------------------------------------------
 def _reads(e: Any) -> tuple[set[str], set[str]]:
     """(state fields, locals) an IR subtree reads."""
-    from envc.against import _nodes
-
     fields: set[str] = set()
     locs: set[str] = set()
-    for n in _nodes(e):
+    for n in ir.nodes(e):
         if isinstance(n, ir.Read) and n.space == "state":
             fields.add(n.name)
         elif isinstance(n, (ir.Read, ir.Local)) and getattr(n, "space", "local") == "local":
@@ -308,10 +306,8 @@ def _reads(e: Any) -> tuple[set[str], set[str]]:
 def _local_sources(spec: ir.SpecIR) -> dict[str, set[str]]:
     """Local name -> state fields its definitions read, transitively (one map for the whole spec: names may clash,
     which only widens what is mutated)."""
-    from envc.against import _nodes
-
     direct: dict[str, tuple[set[str], set[str]]] = {}
-    for n in _nodes(spec):
+    for n in ir.nodes(spec):
         name = n.name if isinstance(n, ir.LetS) else n.target.name if isinstance(n, ir.Assign) else None
         if name is None or (isinstance(n, ir.Assign) and n.target.space != "local"):
             continue
@@ -347,14 +343,12 @@ def _targets(spec: ir.SpecIR, node: Any, sources: dict[str, set[str]]) -> set[st
 
 def _reset_spans(spec: ir.SpecIR) -> set[Span]:
     """Spans of the decisions the reset runs (in its body, or in the functions it calls)."""
-    from envc.against import _nodes
-
     fns = {c.name: c for c in spec.callables}
     todo: list[Any] = list(spec.reset)
     seen: set[str] = set()
     out: set[Span] = set()
     while todo:
-        for n in _nodes(todo.pop()):
+        for n in ir.nodes(todo.pop()):
             if isinstance(n, ir.IfS | ir.Select):
                 out.add(n.cond.span)
             elif isinstance(n, ir.Switch):

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import PurePath
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -703,3 +704,15 @@ def _without_spans(data: dict[str, object]) -> dict[str, object]:
         elif isinstance(node, list):
             stack.extend(node)
     return data
+
+
+def nodes(root: Any) -> Iterator[BaseModel]:
+    """Every IR node in `root` (a node, or tuples and lists of them), depth first, without recursion."""
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, BaseModel):
+            yield x
+            stack.extend(x.__dict__.values())
+        elif isinstance(x, (tuple, list)):
+            stack.extend(x)

@@ -14,27 +14,15 @@ it makes, so a field taken for a player id that is not one only gives another st
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from envc import ir
 
 Slot = tuple[str, str]  # (scope, name): ("state", field), (callable or action, local), ("return", function)
-
-
-def _nodes(root: Any) -> Iterator[BaseModel]:
-    stack = [root]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, BaseModel):
-            yield x
-            stack.extend(x.__dict__.values())
-        elif isinstance(x, (tuple, list)):
-            stack.extend(x)
 
 
 class _Links:
@@ -87,7 +75,7 @@ class _Links:
 
     def scan(self, root: Any, scope: str) -> None:
         """Record what `root` (statements or expressions in `scope`) says about its slots."""
-        for n in _nodes(root):
+        for n in ir.nodes(root):
             if isinstance(n, ir.Binary) and n.op in ("==", "!="):
                 self.join(self.slots(n.a, scope) | self.slots(n.b, scope))
             elif isinstance(n, ir.Assign):

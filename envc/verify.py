@@ -481,9 +481,9 @@ def _minimal_budget(spec: ir.SpecIR) -> int:
     """Reference steps per L2 state for `minimal_endings`: MINIMAL_WORK IR nodes' worth (a step's cost grows with
     the spec's size), between 10 and 50 steps: connect four 49, tcg 10. Counted, not timed: the same states on
     every machine."""
-    from envc.against import _nodes, _step_parts  # envc.against imports this module
+    from envc.against import _step_parts  # envc.against imports this module
 
-    size = sum(1 for _ in _nodes(_step_parts(spec)))
+    size = sum(1 for _ in ir.nodes(_step_parts(spec)))
     return max(10, min(50, MINIMAL_WORK // max(1, size)))
 
 

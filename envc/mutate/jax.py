@@ -98,8 +98,8 @@ class JaxProgram:
         node = list(ast.walk(self.tree))[site.index]
         value = _literal(node.value) if isinstance(node, ast.Assign) else None
         reset = next((f for f in self.tree.body if isinstance(f, ast.FunctionDef) and f.name == "reset"), None)
-        if reset is None or any(isinstance(t, ast.Name) and t.id == "state" for n in ast.walk(reset) if isinstance(n, ast.Assign)
-               for t in n.targets):
+        writes = [t for n in ast.walk(reset) if isinstance(n, ast.Assign) for t in n.targets] if reset else []
+        if reset is None or any(isinstance(t, ast.Name) and t.id == "state" for t in writes):
             return None  # `state` is no longer the input there
         py = PyNames(self.spec)
         name = site.replacement.removeprefix("state.")
