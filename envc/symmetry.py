@@ -62,9 +62,9 @@ class _Links:
             return self.slots(e.a, scope) | self.slots(e.b, scope)
         return set()
 
-    def storage(self, name: str, index: tuple[Any, ...], space: str, scope: str) -> None:
-        """A read or write of `name[index...]`: its first index is a player where the field is a player's."""
-        if space != "state" or not index:
+    def storage(self, name: str, index: tuple[Any, ...], scope: str) -> None:
+        """A read or write of state `name[index...]`: its first index is a player where the field is a player's."""
+        if not index:
             return
         f = self.spec.field(name)
         first = self.slots(index[0], scope)
@@ -93,10 +93,8 @@ class _Links:
                 callee = n.fn if isinstance(n, ir.CallFn) else n.proc
                 for p, a in zip(self.params.get(callee, []), n.args):
                     self.join({(callee, p)} | self.slots(a, scope))
-            elif isinstance(n, (ir.Read, ir.Target)) and n.space == "state":
-                self.storage(n.name, n.index, "state", scope)
-            elif isinstance(n, ir.ZoneRef):
-                self.storage(n.name, n.index, "state", scope)
+            elif isinstance(n, ir.ZoneRef) or (isinstance(n, (ir.Read, ir.Target)) and n.space == "state"):
+                self.storage(n.name, n.index, scope)
 
 
 @cache
@@ -146,10 +144,9 @@ def tell_apart(spec: ir.SpecIR, d: Mapping[str, np.ndarray]) -> dict[str, np.nda
     and enums kept as they are): a read of the wrong player's element gives another value. Reached states often
     hold the same count for both (no copies of a card discarded yet), where such a read goes unseen."""
     out = {k: np.array(v, copy=True) for k, v in d.items()}
-    zones = {f.zone for f in spec.fields if f.zone is not None}
     for name in player_storage(spec) if spec.players >= 2 else ():
         f = spec.field(name)
-        if f.zone is not None or name in zones or f.ty.enum is not None or not f.ty.dtype.is_int:
+        if f.zone is not None or f.ty.enum is not None or not f.ty.dtype.is_int:
             continue
         v = out[name]
         high = np.iinfo(v.dtype).max

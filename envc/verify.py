@@ -48,6 +48,14 @@ class Check:
         if len(self.failures) < 5:
             self.failures.append(message)
 
+    def case(self, message: str | None) -> None:
+        """Score one case by `_one_step`'s answer: None passes, "" is not scored (last-bit float ties), else fails."""
+        if message is None:
+            self.cases += 1
+        elif message:
+            self.cases += 1
+            self.fail(message)
+
 
 def writers(spec: ir.SpecIR) -> dict[str, list[str]]:
     """For each storage field, `path:line` of the statements that write it (to point at the rule)."""
@@ -410,16 +418,16 @@ class _Loose(ReferenceEnv):
         injected, stepped = _remember(self._steps, _digest(d, np.asarray(act), np.asarray(key)), compute)
         return _copy(injected), _copy(stepped)
 
-
     def minimal_endings(
         self, pool: list[_Dict], base: _Dict, states: int, seed: int
     ) -> list[tuple[_Dict, Any, rng.Key]]:
         """States cut down to what ends the game, each with its legal move and key: a reached or fuzzed state whose
-        move ends the episode, every element put back to its initial value, one at a time in a random order,
-        wherever the step still ends it with the same rewards (the move still legal). What is left is one line of
-        four or one decisive card: each window of a win test and each reason to end shows alone, where random play
-        and fuzzing reach it only among others. `_minimal_budget(spec) * states` reference steps from a fixed
-        seed (the same states every run; kept per pool, so a second run costs nothing)."""
+        move ends the episode, its elements put back to their initial values (whole fields, then halves of what is
+        left, down to single elements, in a random order) wherever the step still ends it with the same rewards
+        (the move still legal). What is left is one line of four or one decisive card: each window of a win test
+        and each reason to end shows alone, where random play and fuzzing reach it only among others.
+        `_minimal_budget(spec) * states` reference steps from a fixed seed (the same states every run; kept per
+        pool, so a second run costs nothing)."""
         memo_key = _digest(np.asarray([states, seed]), *pool)
         if memo_key in self._minimal:
             return self._minimal[memo_key]
@@ -1120,12 +1128,7 @@ def _minimal_endings(
     """One step from states cut down to what ends the game (`_Loose.minimal_endings`), compared as L2 does."""
     check = Check("L2", "one step from minimal states that end the game (each element decisive)")
     for i, (d, act, k) in enumerate(ref.minimal_endings(pool, base, states, seed)):
-        check.cases += 1
-        m, _, _ = _one_step(spec, ref, env, d, act, k, f"minimal ending state {i}", wrote)
-        if m == "":
-            check.cases -= 1
-        elif m is not None:
-            check.fail(m)
+        check.case(_one_step(spec, ref, env, d, act, k, f"minimal ending state {i}", wrote)[0])
     return check
 
 
@@ -1272,14 +1275,10 @@ def level2_contract(
         mask = np.asarray(ref.injected_of(d)["legal_action_mask"])
         for a in _outside_box(spec, gen)[i % 7 :: 7] if box else _bad_ids(spec, mask, gen):
             key, k = rng.split(key)
-            illegal.cases += 1
             m, before, got = _one_step(spec, ref, env, d, a, k, f"state {i}", wrote)
             if m is None and not box:
                 m = illegal_contract(spec, before, got, f"state {i} action {a} (backend)")
-            if m == "":  # a last-bit float difference decides a comparison (box actions): not scored
-                illegal.cases -= 1
-            elif m is not None:
-                illegal.fail(m)
+            illegal.case(m)  # "": a last-bit float difference decides a comparison (box actions): not scored
     for i in range(n):
         d = ends[i % len(ends)] if i % 3 == 0 and ends else _flagged(injected(i), ("terminated", "truncated")[i % 2])
         a = _action(spec, np.ones(spec.num_actions, np.bool_), gen) if box or i % 2 else HUGE_ID
@@ -1330,12 +1329,7 @@ def level2_contract(
             same_invariants(d, what, nobody)
         for a in ids:
             key_nobody, k = rng.split(key_nobody)
-            nobody.cases += 1
-            m, _, _ = _one_step(spec, ref, env, d, a, k, what, wrote)
-            if m == "":
-                nobody.cases -= 1
-            elif m is not None:
-                nobody.fail(m)
+            nobody.case(_one_step(spec, ref, env, d, a, k, what, wrote)[0])
 
     # reached states with players 0 and 1 exchanged (envc.symmetry): the other player's version of each, where a
     # backend indexing by the wrong player shows (random play reaches a rare event for one player only)
@@ -1358,12 +1352,7 @@ def level2_contract(
         )
         for a in ids:
             key_swap, k = rng.split(key_swap)
-            swapped.cases += 1
-            m, _, _ = _one_step(spec, ref, env, d, a, k, what, wrote)
-            if m == "":
-                swapped.cases -= 1
-            elif m is not None:
-                swapped.fail(m)
+            swapped.case(_one_step(spec, ref, env, d, a, k, what, wrote)[0])
 
     ending = _minimal_endings(spec, env, ref, pool, base, states, seed, wrote)
 
