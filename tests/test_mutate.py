@@ -144,11 +144,12 @@ def test_survivor_equivalent_on_the_reachable_space_is_counted_apart(
     kuhn: tuple[envc.SpecIR, JaxProgram, reachable.Space],
 ) -> None:
     spec, prog, _ = kuhn
-    # `clamp_index(p, 2) -> 3` in the observation: only a player id out of range tells them apart
+    # the observation's one-hot write at `drop_index(card[p], 7) -> 8`: a card is 0-2 in every reachable state
+    # (`clamp_index(p, 2) -> 3` used to be this example; `envc.mutate.oob` proves it from the code now)
     guard = next(
         i
         for i, s in enumerate(prog.sites)
-        if s.function == "observe" and s.op == "constant" and s.before == "2" and "clamp_index(p, 2)" in prog.code(s)
+        if s.function == "observe" and s.op == "constant" and s.before == "7" and "state.card[" in prog.code(s)
     )
     report = mutate(spec, prog, only=[guard], **SMALL)
     o = report.outcomes[0]
@@ -239,3 +240,126 @@ def test_jax_reset_write_of_the_declared_init_is_proven_equivalent() -> None:
     assert set(drops) == {"position_1", "velocity_1"}
     assert "the declared init, to `velocity`" in (prog.same_tree(drops["velocity_1"]) or "")
     assert prog.same_tree(drops["position_1"]) is None
+
+
+OOB_SOURCE = '''
+NUM_ACTIONS = 4
+
+def clamp_index(i, n):
+    return jnp.clip(i, 0, n - 1)
+
+def drop_index(i, n):
+    return jnp.where((i >= 0) & (i < n), i, n)
+
+def read(state, i):
+    return state.grid[clamp_index(i, 2), 1] + state.grid[1, clamp_index(i, 3)] + state.grid[0, clamp_index(i, 2)]
+
+def write(state, i):
+    at_1 = (drop_index(i, 2),)
+    row_1 = state.grid.at[at_1].get(mode="fill", fill_value=-1)
+    grid_1 = state.grid.at[at_1].set(row_1 * 2, mode="drop")
+    grid_2 = grid_1.at[drop_index(i, 2), drop_index(i, 3)].add(5, mode="drop")
+    grid_3 = grid_2.at[0, drop_index(i, 2)].add(7, mode="drop")
+    row_2 = state.grid.at[at_1].get(mode="fill", fill_value=0)
+    row_3 = row_2.at[jnp.where(i > 0, i, 3)].set(9, mode="drop")
+    row_4 = row_2.at[jnp.where(i > 0, i, 1)].set(8, mode="drop")
+    return jnp.concatenate([grid_3.ravel(), row_3, row_4])
+
+def legal(state, i):
+    return state.legal_action_mask[jnp.clip(i, 0, NUM_ACTIONS - 1)]
+'''
+
+
+def test_jax_out_of_range_index_mutants_proven_and_equal_when_run() -> None:
+    """`envc.mutate.oob` proves index mutants equivalent by JAX's out-of-range rules (gathers clamp, drop writes and
+    fill reads ignore any out-of-range index): each proven mutant is run here against the original on every index
+    from -3 to 5 and gives the same result, while the look-alikes it must not prove (a bound below the axis's
+    length, a sentinel in range, a lowered bound) are left unproven and do differ somewhere."""
+    import ast
+    from types import SimpleNamespace
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from envc.mutate import operators
+
+    tree = ast.parse(OOB_SOURCE)
+    sites = operators.sites(tree, {"grid": (2, 3)})
+    state = SimpleNamespace(grid=jnp.arange(6, dtype=jnp.int32).reshape(2, 3) + 10,
+                            legal_action_mask=jnp.array([True, False, True, False]))  # fmt: skip
+
+    def results(t: ast.Module) -> dict[str, list[np.ndarray]]:
+        scope: dict[str, object] = {"jnp": jnp}
+        exec(compile(t, "<oob>", "exec"), scope)
+        run = {f: jax.jit(lambda i, g=scope[f]: g(state, i)) for f in ("read", "write", "legal")}  # type: ignore[misc]
+        return {f: [np.asarray(g(jnp.int32(i))) for i in range(-3, 6)] for f, g in run.items()}
+
+    original = results(tree)
+    proven, unproven = [], []
+    for s in sites:
+        if s.function not in original or s.op not in ("constant", "arith"):
+            continue
+        mutant = results(operators.apply(tree, s))[s.function]
+        same = all(np.array_equal(a, b) for a, b in zip(original[s.function], mutant))
+        (proven if s.equivalent.startswith("proven") else unproven).append((s, same))
+    kinds = {(s.function, s.before) for s, _ in proven}
+    assert {("read", "2"), ("read", "3"), ("write", "2"), ("write", "3"), ("legal", "-")} <= kinds
+    assert any("index 3 -> 4 on an axis of length 3" in s.equivalent for s, _ in proven)  # row_3's sentinel
+    assert all(same for _, same in proven), [(s.function, s.describe()) for s, same in proven if not same]
+    # not proven: a clamp and a drop index on an axis longer than their bound, a lowered bound
+    for fn, before in [("read", "2"), ("write", "2"), ("write", "1"), ("legal", "1")]:
+        assert any(s.function == fn and s.before == before and not same for s, same in unproven), (fn, before)
+
+
+def test_jax_flip_at_a_boundary_both_arms_hold_is_proven_equivalent() -> None:
+    """Mountain car's wall: `velocity < 0` sets the velocity to 0, so `<` -> `<=` changes only a zero velocity into
+    zero: proven; a flip whose arms do not both hold the boundary (the goal test) is not."""
+    prog = JaxProgram(envc.load(str(ROOT / "docs" / "examples" / "continuous_mountain_car.yaml")))
+    flips = {(s.function, prog.code(s)): prog.same_tree(s) for s in prog.sites if s.op == "compare"}
+    wall = [why for (fn, code), why in flips.items() if fn == "effect_box" and "velocity_1 <" in code]
+    assert wall and all(w is not None and "both arms" in w for w in wall)
+    goal = [why for (fn, code), why in flips.items() if "goal_velocity" in code]
+    assert goal and all(w is None for w in goal)
+
+
+CASES_SOURCE = '''
+def effect(kind, x, z):
+    cond_1 = (kind == jnp.int8(2))
+    cond_2 = jnp.logical_or((kind == jnp.int8(3)), (kind == jnp.int8(4)))
+    cond_3 = (kind == jnp.int8(3))
+    y_1 = jnp.where(cond_2, z, x)
+    y_2 = jnp.where(cond_1, x, y_1)
+    w_1 = jnp.where(cond_3, z, x)
+    w_2 = jnp.where(cond_2, x, w_1)
+    return y_2 * 10 + w_2
+'''
+
+
+def test_jax_dropped_arm_of_exclusive_match_cases_is_proven_equivalent() -> None:
+    """Two cases of a `match` lower to nested `where`s: dropping the outer then-arm (which keeps the value) is
+    proven equivalent when the inner case's constants are disjoint from the outer's, and run to agree on every
+    kind; with overlapping cases (3 in both) it is not proven, and does differ."""
+    import ast
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    from envc.mutate import operators, proofs
+
+    tree = ast.parse(CASES_SOURCE)
+
+    def run(t: ast.Module) -> list[int]:
+        scope: dict[str, object] = {"jnp": jnp}
+        exec(compile(t, "<cases>", "exec"), scope)
+        return [int(np.asarray(scope["effect"](jnp.int8(k), 1, 2))) for k in range(6)]  # type: ignore[operator]
+
+    drops = {ast.unparse(list(ast.walk(tree))[s.index]): s for s in operators.sites(tree, {})
+             if s.op == "branch_drop" and "then-arm" in s.after}  # fmt: skip
+    disjoint, overlapping = drops["jnp.where(cond_1, x, y_1)"], drops["jnp.where(cond_2, x, w_1)"]
+    assert "one of [2]" in (proofs.exclusive_cases(tree, disjoint) or "")
+    assert run(operators.apply(tree, disjoint)) == run(tree)
+    assert proofs.exclusive_cases(tree, overlapping) is None
+    assert run(operators.apply(tree, overlapping)) != run(tree)
+    stmts = {s.replacement: s for s in operators.sites(tree, {}) if s.op == "stmt_drop"}  # `y_2 = y_1`: the same
+    assert proofs.exclusive_cases(tree, stmts["y_1"]) is not None and proofs.exclusive_cases(tree, stmts["w_1"]) is None

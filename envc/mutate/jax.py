@@ -20,7 +20,8 @@ import numpy as np
 from envc import ir, rng
 from envc.diagnostics import Span
 from envc.interpret import NP_DTYPE
-from envc.mutate import operators
+from envc.mutate import operators, proofs
+from envc.mutate.proofs import literal
 from envc.mutate.spans import marked_lines, strip_marks
 
 # functions that run in Python, outside jit: a change there is invisible in the lowered programs
@@ -86,7 +87,9 @@ class JaxProgram:
             return site.equivalent
         if ast.dump(operators.apply(self.tree, site)) == ast.dump(self.tree):
             return "identical code after the change"
-        return self._reset_writes_init(site)
+        return self._reset_writes_init(site) or proofs.boundary_kept(self.tree, site) or proofs.exclusive_cases(
+            self.tree, site
+        )
 
     def _reset_writes_init(self, site: operators.Site) -> str | None:
         """A dropped reset write of a field's declared init (`velocity_1 = jnp.float32(0.0)` kept as
@@ -96,7 +99,7 @@ class JaxProgram:
         from envc.lower_jax.names import PyNames
 
         node = list(ast.walk(self.tree))[site.index]
-        value = _literal(node.value) if isinstance(node, ast.Assign) else None
+        value = literal(node.value) if isinstance(node, ast.Assign) else None
         reset = next((f for f in self.tree.body if isinstance(f, ast.FunctionDef) and f.name == "reset"), None)
         writes = [t for n in ast.walk(reset) if isinstance(n, ast.Assign) for t in n.targets] if reset else []
         if reset is None or any(isinstance(t, ast.Name) and t.id == "state" for t in writes):
@@ -222,21 +225,3 @@ def _canonical(hlo: str) -> str:
     tables = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
     blocks = [b for b in hlo.split("\n\n") if not b.lstrip("\n").startswith(tables)]
     return re.sub(r", metadata=\{[^{}]*\}", "", "\n\n".join(blocks))
-
-
-def _literal(e: ast.expr) -> bool | int | float | None:
-    """The value of a generated constant (`jnp.float32(0.0)`, `jnp.int8(3)`, `jnp.bool_(True)`, either inside
-    `jax.lax.optimization_barrier(...)`), else None."""
-    while isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords:
-        f = e.func
-        if isinstance(f, ast.Attribute) and (
-            f.attr == "optimization_barrier" or (isinstance(f.value, ast.Name) and f.value.id == "jnp")
-        ):
-            e = e.args[0]
-        else:
-            return None
-    neg = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
-    c = e.operand if neg and isinstance(e, ast.UnaryOp) else e
-    if isinstance(c, ast.Constant) and isinstance(c.value, (bool, int, float)):
-        return -c.value if neg else c.value
-    return None

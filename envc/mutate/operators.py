@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from envc.mutate import oob
+
 ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult}
 COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
 BITS = {ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}
@@ -107,37 +109,17 @@ def _annotations(tree: ast.Module) -> set[int]:
     return {id(x) for r in roots for x in ast.walk(r)}
 
 
-def _last_index_reads(tree: ast.Module, shapes: dict[str, tuple[int, ...]]) -> dict[int, str]:
-    """Integer constants that index the last element of an axis of a state field read (`state.board[2, 0]` on a
-    3-row board): +1 reads the same element, since JAX clamps out-of-range gather indices."""
-    out: dict[int, str] = {}
-    for n in ast.walk(tree):
-        if not (isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Attribute)):
-            continue
-        if not (isinstance(n.value.value, ast.Name) and n.value.value.id == "state" and n.value.attr in shapes):
-            continue
-        shape = shapes[n.value.attr]
-        elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
-        for axis, e in enumerate(elts[: len(shape)]):
-            if isinstance(e, ast.Constant) and type(e.value) is int and e.value == shape[axis] - 1:
-                out[id(e)] = (
-                    f"clamped index: {e.value} -> {e.value + 1} on axis {axis} of state.{n.value.attr} "
-                    f"(length {shape[axis]}) reads the same element"
-                )
-    return out
-
-
 def sites(tree: ast.Module, shapes: dict[str, tuple[int, ...]]) -> list[Site]:
     """Every mutation site of `tree`; `shapes` maps the State fields' Python names to their shapes (a first
-    write falls back to `state.NAME`; a read of an axis's last element may be clamped)."""
+    write falls back to `state.NAME`; with them JAX's out-of-range rules prove some index mutants equivalent)."""
     fields = set(shapes)
     order = {id(n): i for i, n in enumerate(ast.walk(tree))}
     types = _annotations(tree)
-    clamped = _last_index_reads(tree, shapes)
+    clamped = oob.same_elements(tree, shapes)
     out: list[Site] = []
 
     def add(node: ast.AST, op: str, fn: str, before: str, after: str, replacement: str = "") -> None:
-        same = clamped.get(id(node), "") if op == "constant" else ""
+        same = clamped.get(id(node), "") if op in ("constant", "arith") else ""
         out.append(
             Site(order[id(node)], op, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), fn, before, after,
                  replacement, same)

@@ -1,0 +1,120 @@
+"""JAX mutants proven equivalent from the generated code alone, by patterns the emitter produces.
+
+Each proof is a function of the module's tree and the site, returning why the mutant cannot change an output,
+or None. `envc.mutate.oob` holds the index proofs (JAX's out-of-range rules); `JaxProgram.same_tree` asks both.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from envc.mutate import operators
+
+
+def _in_function(tree: ast.Module, site: operators.Site) -> tuple[ast.AST, list[ast.AST]]:
+    """The site's node, and every node of the innermost function around it (SSA names are per function)."""
+    node = list(ast.walk(tree))[site.index]
+    line = getattr(node, "lineno", 0)
+    fns = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.lineno <= line <= (f.end_lineno or 0)]
+    return node, list(ast.walk(min(fns, key=lambda f: (f.end_lineno or 0) - f.lineno) if fns else tree))
+
+
+def exclusive_cases(tree: ast.Module, site: operators.Site) -> str | None:
+    """`y_6 = where(a, x, y_5)`, `y_5 = where(b, z, ... x)`: a chain of `where`s whose tests `b`, ... each exclude
+    `a` (cases of one `match`: one value tested against disjoint constants) ends in `x`. Dropping the then-arm (or
+    the statement) keeps `y_5`, which is `x` wherever `a` holds."""
+    node, nodes = _in_function(tree, site)
+    call = node.value if site.op == "stmt_drop" and isinstance(node, ast.Assign) else node
+    if not (isinstance(call, ast.Call) and _attr(call) == "where" and len(call.args) == 3):
+        return None
+    if not (site.op == "branch_drop" and "then-arm" in site.after) and not (
+        site.op == "stmt_drop" and site.replacement == ast.unparse(call.args[2])  # `y_6 = y_5`: the same drop
+    ):
+        return None
+    defs = {t.id: n.value for n in nodes if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    a = _cases(call.args[0], defs)
+    if a is None:
+        return None
+    kept, passed = call.args[2], list[list[Any]]()
+    while ast.dump(kept) != ast.dump(call.args[1]):
+        inner = defs.get(kept.id) if isinstance(kept, ast.Name) else None
+        if not (isinstance(inner, ast.Call) and _attr(inner) == "where" and len(inner.args) == 3) or len(passed) > 64:
+            return None
+        b = _cases(inner.args[0], defs)
+        if b is None or a[0] != b[0] or a[1] & b[1]:
+            return None
+        passed.append(sorted(b[1]))
+        kept = inner.args[2]
+    return (f"proven: `{ast.unparse(call)[:60]}` -> its else-arm: where `{a[0]}` is one of {sorted(a[1])} the "
+            f"else-arm's tests (one of {passed}) fail, so it holds the same value")  # fmt: skip
+
+
+def boundary_kept(tree: ast.Module, site: operators.Site) -> str | None:
+    """`k = (x < c) & ...; y = where(k, c, x)`: `<` -> `<=` changes `k` only where `x == c`, and there both
+    arms hold `c` (mountain car's wall: `velocity < 0` sets velocity to 0). Equal values; the sign of a
+    zero may differ, which IEEE equality (the suite's, spec-language 14.3) does not see."""
+    if site.op != "compare" or site.before not in ("<", "<=", ">", ">="):
+        return None
+    cmp, nodes = _in_function(tree, site)
+    parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
+    assert isinstance(cmp, ast.Compare)
+    x, c = cmp.left, literal(cmp.comparators[0])
+    if not isinstance(x, ast.Name) or c is None or isinstance(c, bool):
+        return None
+    up: ast.AST = cmp
+    while (p := parents.get(id(up))) is not None and isinstance(p, ast.Call) and _attr(p) == "logical_and":
+        up = p
+    assign = parents.get(id(up))
+    if not (isinstance(assign, ast.Assign) and assign.value is up and isinstance(assign.targets[0], ast.Name)):
+        return None
+    k = assign.targets[0].id
+    uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == k and isinstance(n.ctx, ast.Load)]
+    where = parents.get(id(uses[0])) if len(uses) == 1 else None
+    if not (isinstance(where, ast.Call) and _attr(where) == "where" and len(where.args) == 3):
+        return None
+    if where.args[0] is not uses[0]:
+        return None
+    then, other = where.args[1], where.args[2]
+    defs = {t.id: n.value for n in nodes if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    value = literal(defs[then.id]) if isinstance(then, ast.Name) and then.id in defs else literal(then)
+    if value != c or not (isinstance(other, ast.Name) and other.id == x.id):
+        return None
+    return (f"proven: `{ast.unparse(cmp)}` and its flip differ only where {x.id} == {c!r}, and there both arms "
+            f"of `{ast.unparse(where)[:60]}` hold {c!r} (equal values; a zero's sign aside)")  # fmt: skip
+
+
+def _cases(e: ast.expr, defs: dict[str, ast.expr], depth: int = 0) -> tuple[str, set[Any]] | None:
+    """(`v`, {k1, k2}) for a test `v == k1 | v == k2` (a match's case, through the locals it is bound to)."""
+    if isinstance(e, ast.Name) and e.id in defs and depth < 8:
+        return _cases(defs[e.id], defs, depth + 1)
+    if isinstance(e, ast.Compare) and len(e.ops) == 1 and isinstance(e.ops[0], ast.Eq):
+        k = literal(e.comparators[0])
+        return (ast.unparse(e.left), {k}) if isinstance(e.left, ast.Name) and k is not None else None
+    if isinstance(e, ast.Call) and _attr(e) == "logical_or" and len(e.args) == 2:
+        x, y = _cases(e.args[0], defs, depth + 1), _cases(e.args[1], defs, depth + 1)
+        return (x[0], x[1] | y[1]) if x is not None and y is not None and x[0] == y[0] else None
+    return None
+
+
+def _attr(call: ast.Call) -> str:
+    """`where` for `jnp.where(...)`; "" for a call of a plain name."""
+    return call.func.attr if isinstance(call.func, ast.Attribute) else ""
+
+
+def literal(e: ast.expr) -> bool | int | float | None:
+    """The value of a generated constant (`jnp.float32(0.0)`, `jnp.int8(3)`, `jnp.bool_(True)`, either inside
+    `jax.lax.optimization_barrier(...)`), else None."""
+    while isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords:
+        f = e.func
+        if isinstance(f, ast.Attribute) and (
+            f.attr == "optimization_barrier" or (isinstance(f.value, ast.Name) and f.value.id == "jnp")
+        ):
+            e = e.args[0]
+        else:
+            return None
+    neg = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
+    c = e.operand if neg and isinstance(e, ast.UnaryOp) else e
+    if isinstance(c, ast.Constant) and isinstance(c.value, (bool, int, float)):
+        return -c.value if neg else c.value
+    return None
