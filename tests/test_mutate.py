@@ -363,3 +363,37 @@ def test_jax_dropped_arm_of_exclusive_match_cases_is_proven_equivalent() -> None
     assert run(operators.apply(tree, overlapping)) != run(tree)
     stmts = {s.replacement: s for s in operators.sites(tree, {}) if s.op == "stmt_drop"}  # `y_2 = y_1`: the same
     assert proofs.exclusive_cases(tree, stmts["y_1"]) is not None and proofs.exclusive_cases(tree, stmts["w_1"]) is None
+
+
+DRAW_SOURCE = '''
+def reward(a, b, c):
+    return jnp.where(jnp.logical_or(c > 0, a == b), 0.0, jnp.where(a > b, 1.0, -1.0))
+
+def other(a, b, c):
+    return jnp.where(jnp.logical_or(c > 0, a == c), 0.0, jnp.where(a > b, 1.0, -1.0))
+'''
+
+
+def test_jax_flip_excluded_by_an_enclosing_equality_is_proven_equivalent() -> None:
+    """A reward's draw test (`a == b` takes the then-arm) makes `a > b` -> `a >= b` in the else-arm equivalent:
+    proven and run to agree; with the equality on other operands it is not proven, and differs."""
+    import ast
+
+    import jax.numpy as jnp
+
+    from envc.mutate import operators, proofs
+
+    tree = ast.parse(DRAW_SOURCE)
+
+    def run(t: ast.Module, fn: str) -> list[float]:
+        scope: dict[str, object] = {"jnp": jnp}
+        exec(compile(t, "<draw>", "exec"), scope)
+        f = scope[fn]
+        return [float(f(a, b, c)) for a in range(3) for b in range(3) for c in (-1, 1)]  # type: ignore[operator]
+
+    flips = {s.function: s for s in operators.sites(tree, {}) if s.op == "compare" and s.before == ">"
+             and "a > b" in ast.unparse(list(ast.walk(tree))[s.index])}  # fmt: skip
+    assert "differ only where its sides are equal" in (proofs.equality_excluded(tree, flips["reward"]) or "")
+    assert run(operators.apply(tree, flips["reward"]), "reward") == run(tree, "reward")
+    assert proofs.equality_excluded(tree, flips["other"]) is None
+    assert run(operators.apply(tree, flips["other"]), "other") != run(tree, "other")

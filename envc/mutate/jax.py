@@ -87,9 +87,8 @@ class JaxProgram:
             return site.equivalent
         if ast.dump(operators.apply(self.tree, site)) == ast.dump(self.tree):
             return "identical code after the change"
-        return self._reset_writes_init(site) or proofs.boundary_kept(self.tree, site) or proofs.exclusive_cases(
-            self.tree, site
-        )
+        found = (f(self.tree, site) for f in (proofs.boundary_kept, proofs.exclusive_cases, proofs.equality_excluded))
+        return self._reset_writes_init(site) or next((why for why in found if why), None)
 
     def _reset_writes_init(self, site: operators.Site) -> str | None:
         """A dropped reset write of a field's declared init (`velocity_1 = jnp.float32(0.0)` kept as

@@ -84,6 +84,37 @@ def boundary_kept(tree: ast.Module, site: operators.Site) -> str | None:
             f"of `{ast.unparse(where)[:60]}` hold {c!r} (equal values; a zero's sign aside)")  # fmt: skip
 
 
+def equality_excluded(tree: ast.Module, site: operators.Site) -> str | None:
+    """`where(... or x == y, a, f(x > y))`: the flip `>` -> `>=` differs only where `x == y`, and there the
+    enclosing `where` takes its then-arm (a reward's win / draw / loss: `if score[p] == score[o] then 0.0 else if
+    score[p] > score[o] then 1.0 else -1.0`)."""
+    if site.op != "compare" or site.before not in ("<", "<=", ">", ">="):
+        return None
+    cmp, nodes = _in_function(tree, site)
+    assert isinstance(cmp, ast.Compare)
+    pair = {ast.dump(cmp.left), ast.dump(cmp.comparators[0])}
+    parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
+    up: ast.AST = cmp
+    while (p := parents.get(id(up))) is not None and not isinstance(p, ast.stmt):
+        if isinstance(p, ast.Call) and _attr(p) == "where" and len(p.args) == 3 and p.args[2] is up:
+            if any(pair == {ast.dump(e.left), ast.dump(e.comparators[0])} for e in _disjuncts(p.args[0])):
+                return (f"proven: `{ast.unparse(cmp)}` and its flip differ only where its sides are equal, and "
+                        f"there `{ast.unparse(p.args[0])[:60]}` takes the other arm")  # fmt: skip
+        up = p
+    return None
+
+
+def _disjuncts(e: ast.expr) -> list[ast.Compare]:
+    """The `x == y` tests `e` is an `or` of (through `jnp.logical_or` and `|`)."""
+    if isinstance(e, ast.Compare) and len(e.ops) == 1 and isinstance(e.ops[0], ast.Eq):
+        return [e]
+    if isinstance(e, ast.Call) and _attr(e) == "logical_or" and len(e.args) == 2:
+        return _disjuncts(e.args[0]) + _disjuncts(e.args[1])
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.BitOr):
+        return _disjuncts(e.left) + _disjuncts(e.right)
+    return []
+
+
 def _cases(e: ast.expr, defs: dict[str, ast.expr], depth: int = 0) -> tuple[str, set[Any]] | None:
     """(`v`, {k1, k2}) for a test `v == k1 | v == k2` (a match's case, through the locals it is bound to)."""
     if isinstance(e, ast.Name) and e.id in defs and depth < 8:
