@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 import envc
 from envc.cli import app
+from envc.diagnostics import Span
 from envc.mutate import mutate, reachable
 from envc.mutate.jax import JaxProgram
 from envc.mutate.run import REACHABLE
@@ -397,3 +398,84 @@ def test_jax_flip_excluded_by_an_enclosing_equality_is_proven_equivalent() -> No
     assert run(operators.apply(tree, flips["reward"]), "reward") == run(tree, "reward")
     assert proofs.equality_excluded(tree, flips["other"]) is None
     assert run(operators.apply(tree, flips["other"]), "other") != run(tree, "other")
+
+
+SWING = """
+name: swing
+doc: "A pendulum-like toy: the angle moves by a sine; comparisons of computed and of stored values."
+version: "1.0"
+players: 1
+params:
+  limit: {type: f32, default: 3.0}
+state:
+  angle: {type: f32}
+  speed: {type: f32}
+actions:
+  push:
+    params: {d: 2}
+    effect: |
+      let kick = sin(angle) * 0.1
+      let exact = speed * 0.5
+      speed = speed + kick
+      if wrap_needed(angle + kick):
+        angle = angle + speed - 6.0
+      else:
+        angle = angle + speed
+      if exact > 1.0:
+        speed = 1.0
+functions:
+  wrap_needed:
+    params: {x: f32}
+    returns: bool
+    body: "x > limit"
+reward: "if cos(angle) > 0.5 then 1.0 else 0.0"
+terminated: "speed >= limit"
+observation:
+  fields:
+    obs: {type: f32, shape: [2]}
+  body: |
+    obs[0] = angle
+    obs[1] = speed
+"""
+
+
+def test_flips_of_comparisons_that_read_a_transcendental_result_are_within_the_float_tolerance(
+    tmp_path: Path,
+) -> None:
+    """A flip is excused where the compared value carries a `sin`/`cos` result through locals, parameters and
+    returns (`x > limit` inside a function called with `angle + kick`, `kick` a local sine; `cos(angle) > 0.5`),
+    not where it is exact (`exact > 1.0`) or a stored field the suite compares bit for bit (`speed >= limit`,
+    read after the step wrote it from a sine)."""
+    from envc.mutate.tolerance import TOLERANCE, within_tolerance
+
+    path = tmp_path / "swing.yaml"
+    path.write_text(SWING)
+    spec = envc.load(str(path))
+    lines = {n: i for i, ln in enumerate(SWING.splitlines(), 1) for n in ("x > limit", "cos(angle) > 0.5",
+             "exact > 1.0", "speed >= limit") if n in ln}  # fmt: skip
+
+    def why(line: int, before: str, after: str) -> str | None:
+        return within_tolerance(spec, Span.point(str(path), line, 1), before, after)
+
+    assert (why(lines["x > limit"], ">", ">=") or "").startswith(TOLERANCE)
+    assert (why(lines["cos(angle) > 0.5"], ">", ">=") or "").startswith(TOLERANCE)
+    assert why(lines["cos(angle) > 0.5"], "<", "<=") is not None  # the backend may write it as `0.5 < cos(angle)`
+    assert why(lines["cos(angle) > 0.5"], ">", "<") is None  # not a flip at equality
+    assert why(lines["exact > 1.0"], ">", ">=") is None
+    assert why(lines["speed >= limit"], ">=", ">") is None
+
+
+def test_float_tolerance_equivalents_are_counted_apart() -> None:
+    """Left out of the kill rate like every equivalent, but not called proven, and the strict rate counts them."""
+    from envc.mutate.run import Outcome, Report
+    from envc.mutate.tolerance import TOLERANCE
+
+    def outcome(status: str, reason: str | None = None) -> Outcome:
+        return Outcome(0, "compare", "f", 1, "g", "c", "> -> >=", None, status=status, reason=reason)
+
+    outs = [outcome("killed"), outcome("killed"), outcome("survived")]
+    outs += [outcome("equivalent", f"{TOLERANCE} (...)"), outcome("equivalent", "proven: ...")]
+    report = Report("s.yaml", "rust", 10, 0, outs, (1, 1), 0.0)
+    assert (report.tolerance, report.proven) == (1, 1)
+    assert report.kill_rate() == 2 / 3 and report.strict_kill_rate() == 2 / 4
+    assert report.to_json()["equivalent_tolerance"] == 1

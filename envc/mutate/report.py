@@ -29,7 +29,7 @@ def summary(report: Report) -> Table:
         " / ".join(f"{split[lv]} ({percent(split[lv], killed)})" for lv in LEVELS),
         str(report.count("survived")),
         f"{report.count('equivalent')} ({report.proven} proven, {report.reachable} on the reachable space, "
-        f"{report.unreached} unreached)",
+        f"{report.tolerance} within the float tolerance, {report.unreached} unreached)",
         str(report.count("stillborn")),
         str(report.count("not run")),
         f"{report.seconds:.0f}",
@@ -69,6 +69,6 @@ def show(report: Report, console: Console, killed: bool = False) -> None:
         console.print(Text(f"reachable state space: {report.space}"))
     console.print(
         f"reference coverage: {report.coverage[0]} of {report.coverage[1]} spec spans with generated code ran; "
-        f"strict kill rate (unreached and reachable-space equivalents counted as survivors): "
+        f"strict kill rate (unreached, reachable-space and float-tolerance equivalents counted as survivors): "
         f"{100 * report.strict_kill_rate():.1f}%"
     )

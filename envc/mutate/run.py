@@ -15,6 +15,7 @@ from envc.diagnostics import Span
 from envc.interpret import ReferenceEnv
 from envc.mutate import reachable
 from envc.mutate.spans import reference_coverage
+from envc.mutate.tolerance import TOLERANCE, within_tolerance
 from envc.verify import Check, verify
 
 LEVELS = ("L1", "L2", "L3")
@@ -106,9 +107,14 @@ class Report:
         return sum(o.status == "equivalent" and (o.reason or "").startswith(REACHABLE) for o in self.outcomes)
 
     @property
+    def tolerance(self) -> int:
+        """Equivalent within the float tolerance: a comparison flip where a conforming backend may differ too."""
+        return sum(o.status == "equivalent" and (o.reason or "").startswith(TOLERANCE) for o in self.outcomes)
+
+    @property
     def proven(self) -> int:
         """Equivalent by an identical program (or a clamped index): proven, not tested."""
-        return self.count("equivalent") - self.unreached - self.reachable
+        return self.count("equivalent") - self.unreached - self.reachable - self.tolerance
 
     def kill_rate(self) -> float:
         """Killed / non-equivalent run mutants."""
@@ -116,8 +122,8 @@ class Report:
 
     def strict_kill_rate(self) -> float:
         """Killed / run mutants that are not identical programs (unreached survivors, and survivors equivalent
-        only on the reachable state space, count as survivors)."""
-        n = self.scored + self.unreached + self.reachable
+        only on the reachable state space or within the float tolerance, count as survivors)."""
+        n = self.scored + self.unreached + self.reachable + self.tolerance
         return self.count("killed") / n if n else 1.0
 
     def by_level(self) -> dict[str, int]:
@@ -137,6 +143,7 @@ class Report:
             "equivalent": self.count("equivalent"),
             "equivalent_unreached": self.unreached,
             "equivalent_reachable": self.reachable,
+            "equivalent_tolerance": self.tolerance,
             "equivalent_proven": self.proven,
             "reachable_space": self.space,
             "stillborn": self.count("stillborn"),
@@ -272,6 +279,10 @@ def mutate(
             o.seconds = round(time.perf_counter() - t1, 2)
             program.release()
         span = program.span(site)
+        if o.status == "survived" and site.op == "compare":
+            why = within_tolerance(spec, span, site.before, site.after)
+            if why is not None:
+                o.status, o.reason = "equivalent", why
         if o.status == "survived" and span is not None and span not in hits:
             o.status = "equivalent"
             o.reason = (
