@@ -107,6 +107,10 @@ def test_cli_json_and_bad_input() -> None:
         assert r.stderr.startswith("error:") and len(r.stderr.strip().splitlines()) == 1
     r = runner.invoke(app, ["mutate", str(ROOT / "no_such_spec.yaml")])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "cannot read" in r.stderr
+    r = runner.invoke(app, ["mutate", str(CORRIDOR), "--mutants", "2", "--episodes", "5", "--states", "10"])
+    text = " ".join(r.stdout.split())  # the terminal tables, rewrapped
+    assert r.exit_code == 0 and "L1/L2/L3" in text and "first caught at L1 / L2 / L3:" in text
+    assert f"equivalent: {data['equivalent_proven']} proven" in text and "within the float tolerance" in text
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -17,24 +18,36 @@ def percent(a: int, b: int) -> str:
 
 
 def summary(report: Report) -> Table:
-    """One row: killed / total, the per-level split, equivalents, stillborn, time."""
-    table = Table(title=f"{report.spec} on {report.backend}: {len(report.outcomes)} mutants of {report.sites} sites")
-    for col in ("killed", "kill rate", "L1 / L2 / L3", "survived", "equivalent", "stillborn", "not run", "seconds"):
+    """One row: killed / scored, the per-level split, the other outcomes, time (`breakdown` says more)."""
+    title = f"{report.spec} on {report.backend}: {len(report.outcomes)} mutants of {report.sites} sites"
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("killed", "rate", "L1/L2/L3", "survived", "equiv.", "stillborn", "not run", "s"):
         table.add_column(col, justify="right")
     split = report.by_level()
     killed = report.count("killed")
     table.add_row(
         f"{killed} / {report.scored}",
         percent(killed, report.scored),
-        " / ".join(f"{split[lv]} ({percent(split[lv], killed)})" for lv in LEVELS),
+        "/".join(str(split[lv]) for lv in LEVELS),
         str(report.count("survived")),
-        f"{report.count('equivalent')} ({report.proven} proven, {report.reachable} on the reachable space, "
-        f"{report.tolerance} within the float tolerance, {report.unreached} unreached)",
+        str(report.count("equivalent")),
         str(report.count("stillborn")),
         str(report.count("not run")),
         f"{report.seconds:.0f}",
     )
     return table
+
+
+def breakdown(report: Report) -> list[str]:
+    """The lines under the summary: the level shares against the paper's, and the kinds of equivalent."""
+    split, killed = report.by_level(), report.count("killed")
+    shares = " / ".join(percent(split[lv], killed) for lv in LEVELS)
+    paper = " / ".join(str(PAPER_SPLIT[lv]) for lv in LEVELS)
+    return [
+        f"first caught at L1 / L2 / L3: {shares} of the killed (the paper's battle env: {paper}%)",
+        f"equivalent: {report.proven} proven, {report.reachable} on the reachable space, {report.tolerance} within "
+        f"the float tolerance, {report.unreached} unreached",
+    ]
 
 
 def details(report: Report, status: str) -> Table:
@@ -60,6 +73,8 @@ def details(report: Report, status: str) -> Table:
 def show(report: Report, console: Console, killed: bool = False) -> None:
     """Print the summary, survivors and equivalents (and the killed ones when asked)."""
     console.print(summary(report))
+    for line in breakdown(report):
+        console.print(Text(line))
     for status in ("survived", "equivalent", *(("killed",) if killed else ())):
         if report.count(status):
             console.print(details(report, status))
