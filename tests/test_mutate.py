@@ -272,6 +272,12 @@ def write(state, i):
 
 def legal(state, i):
     return state.legal_action_mask[jnp.clip(i, 0, NUM_ACTIONS - 1)]
+
+class C:
+    table = jnp.asarray(np.array([5, 6, 7], np.int32).reshape((3,)))
+
+def lookup(state, i):
+    return C.table[clamp_index(i, 3)] * 10 + C.table[clamp_index(i, 2)]
 '''
 
 
@@ -295,9 +301,10 @@ def test_jax_out_of_range_index_mutants_proven_and_equal_when_run() -> None:
                             legal_action_mask=jnp.array([True, False, True, False]))  # fmt: skip
 
     def results(t: ast.Module) -> dict[str, list[np.ndarray]]:
-        scope: dict[str, object] = {"jnp": jnp}
+        scope: dict[str, object] = {"jnp": jnp, "np": np}
         exec(compile(t, "<oob>", "exec"), scope)
-        run = {f: jax.jit(lambda i, g=scope[f]: g(state, i)) for f in ("read", "write", "legal")}  # type: ignore[misc]
+        fns = ("read", "write", "legal", "lookup")
+        run = {f: jax.jit(lambda i, g=scope[f]: g(state, i)) for f in fns}  # type: ignore[misc]
         return {f: [np.asarray(g(jnp.int32(i))) for i in range(-3, 6)] for f, g in run.items()}
 
     original = results(tree)
@@ -309,11 +316,11 @@ def test_jax_out_of_range_index_mutants_proven_and_equal_when_run() -> None:
         same = all(np.array_equal(a, b) for a, b in zip(original[s.function], mutant))
         (proven if s.equivalent.startswith("proven") else unproven).append((s, same))
     kinds = {(s.function, s.before) for s, _ in proven}
-    assert {("read", "2"), ("read", "3"), ("write", "2"), ("write", "3"), ("legal", "-")} <= kinds
+    assert {("read", "2"), ("read", "3"), ("write", "2"), ("write", "3"), ("legal", "-"), ("lookup", "3")} <= kinds
     assert any("index 3 -> 4 on an axis of length 3" in s.equivalent for s, _ in proven)  # row_3's sentinel
     assert all(same for _, same in proven), [(s.function, s.describe()) for s, same in proven if not same]
     # not proven: a clamp and a drop index on an axis longer than their bound, a lowered bound
-    for fn, before in [("read", "2"), ("write", "2"), ("write", "1"), ("legal", "1")]:
+    for fn, before in [("read", "2"), ("write", "2"), ("write", "1"), ("legal", "1"), ("lookup", "2")]:
         assert any(s.function == fn and s.before == before and not same for s, same in unproven), (fn, before)
 
 

@@ -28,11 +28,33 @@ def same_elements(tree: ast.Module, shapes: dict[str, Shape]) -> dict[int, str]:
               and isinstance(s.value, ast.Constant) and type(s.value.value) is int}  # fmt: skip
     if "NUM_ACTIONS" in consts:
         shapes = {**shapes, "legal_action_mask": (consts["NUM_ACTIONS"],)}
+    shapes = {**shapes, **_tables(tree)}
     out = _last_index_reads(tree, shapes)
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef):
             out.update(_Function(fn, shapes, consts).proofs())
     return out
+
+
+def _tables(tree: ast.Module) -> dict[str, Shape]:
+    """`C.name` -> shape for the constant tables of class `C` (`name = jnp.asarray(np.array([...]).reshape((64,)))`)."""
+    out: dict[str, Shape] = {}
+    body = next((c.body for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "C"), [])
+    for stmt in body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        calls = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Call) and _name(n) == "reshape"]
+        dims = calls[0].args[0] if len(calls) == 1 and len(calls[0].args) == 1 else None
+        elts = dims.elts if isinstance(dims, ast.Tuple) else []
+        sizes = [d.value for d in elts if isinstance(d, ast.Constant) and type(d.value) is int]
+        if elts and len(sizes) == len(elts):
+            out[f"C.{stmt.targets[0].id}"] = tuple(sizes)
+    return out
+
+
+def _name(call: ast.Call) -> str:
+    """`reshape` for `x.reshape(...)`, `clamp_index` for `clamp_index(...)`."""
+    return call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
 
 
 def _last_index_reads(tree: ast.Module, shapes: dict[str, Shape]) -> dict[int, str]:
@@ -74,8 +96,8 @@ class _Function:
         """The shape of a state field or of a local that is a whole copy of one (a write, a `where` of copies)."""
         if depth > 50:
             return None
-        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "state":
-            return self.shapes.get(e.attr)
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id in ("state", "C"):
+            return self.shapes.get(e.attr if e.value.id == "state" else f"C.{e.attr}")
         if isinstance(e, ast.Name):
             values = self.defs.get(e.id, [])
             found = {self.shape(v, depth + 1) for v in values}
@@ -163,7 +185,7 @@ class _Function:
         for call in ast.walk(self.fn):
             if not isinstance(call, ast.Call):
                 continue
-            name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
+            name = _name(call)
             if name in ("clamp_index", "drop_index") and len(call.args) == 2:
                 bound = call.args[1]
                 if not (isinstance(bound, ast.Constant) and type(bound.value) is int):
