@@ -212,7 +212,7 @@ class _Function:
                 continue
             elts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
             for axis, e in enumerate(elts):
-                arms = e.args[1:] if isinstance(e, ast.Call) and getattr(e.func, "attr", "") == "where" else [e]
+                arms = e.args[1:] if isinstance(e, ast.Call) and _name(e) == "where" else [e]
                 n = self.length(sub, axis, True)
                 for arm in arms:
                     while isinstance(arm, ast.Call) and len(arm.args) == 1:  # `jnp.int32(60)`

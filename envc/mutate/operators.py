@@ -47,7 +47,7 @@ class Site:
         return f"{self.before} -> {self.after}"
 
 
-def _call_name(node: ast.AST) -> str | None:
+def call_name(node: ast.AST) -> str | None:
     """`logical_and` for `jnp.logical_and(...)`, `where` for `jnp.where(...)`."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         base = node.func.value
@@ -150,7 +150,7 @@ def sites(tree: ast.Module, shapes: dict[str, tuple[int, ...]]) -> list[Site]:
             elif isinstance(node, ast.Constant) and type(node.value) is int:
                 add(node, "constant", fn, repr(node.value), repr(node.value + 1))
             elif isinstance(node, ast.Call):
-                name = _call_name(node)
+                name = call_name(node)
                 if name in LOGIC_CALLS:
                     add(node, "and_or", fn, f"jnp.{name}", f"jnp.{LOGIC_CALLS[name]}")
                 elif name == "logical_not" and len(node.args) == 1:

@@ -26,7 +26,7 @@ def exclusive_cases(tree: ast.Module, site: operators.Site) -> str | None:
     the statement) keeps `y_5`, which is `x` wherever `a` holds."""
     node, nodes = _in_function(tree, site)
     call = node.value if site.op == "stmt_drop" and isinstance(node, ast.Assign) else node
-    if not (isinstance(call, ast.Call) and _attr(call) == "where" and len(call.args) == 3):
+    if not (isinstance(call, ast.Call) and operators.call_name(call) == "where" and len(call.args) == 3):
         return None
     if not (site.op == "branch_drop" and "then-arm" in site.after) and not (
         site.op == "stmt_drop" and site.replacement == ast.unparse(call.args[2])  # `y_6 = y_5`: the same drop
@@ -39,7 +39,9 @@ def exclusive_cases(tree: ast.Module, site: operators.Site) -> str | None:
     kept, passed = call.args[2], list[list[Any]]()
     while ast.dump(kept) != ast.dump(call.args[1]):
         inner = defs.get(kept.id) if isinstance(kept, ast.Name) else None
-        if not (isinstance(inner, ast.Call) and _attr(inner) == "where" and len(inner.args) == 3) or len(passed) > 64:
+        if not (isinstance(inner, ast.Call) and operators.call_name(inner) == "where" and len(inner.args) == 3):
+            return None
+        if len(passed) > 64:
             return None
         b = _cases(inner.args[0], defs)
         if b is None or a[0] != b[0] or a[1] & b[1]:
@@ -63,7 +65,7 @@ def boundary_kept(tree: ast.Module, site: operators.Site) -> str | None:
     if not isinstance(x, ast.Name) or c is None or isinstance(c, bool):
         return None
     up: ast.AST = cmp
-    while (p := parents.get(id(up))) is not None and isinstance(p, ast.Call) and _attr(p) == "logical_and":
+    while (p := parents.get(id(up))) is not None and operators.call_name(p) == "logical_and":
         up = p
     assign = parents.get(id(up))
     if not (isinstance(assign, ast.Assign) and assign.value is up and isinstance(assign.targets[0], ast.Name)):
@@ -71,7 +73,7 @@ def boundary_kept(tree: ast.Module, site: operators.Site) -> str | None:
     k = assign.targets[0].id
     uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == k and isinstance(n.ctx, ast.Load)]
     where = parents.get(id(uses[0])) if len(uses) == 1 else None
-    if not (isinstance(where, ast.Call) and _attr(where) == "where" and len(where.args) == 3):
+    if not (isinstance(where, ast.Call) and operators.call_name(where) == "where" and len(where.args) == 3):
         return None
     if where.args[0] is not uses[0]:
         return None
@@ -96,7 +98,7 @@ def equality_excluded(tree: ast.Module, site: operators.Site) -> str | None:
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
     up: ast.AST = cmp
     while (p := parents.get(id(up))) is not None and not isinstance(p, ast.stmt):
-        if isinstance(p, ast.Call) and _attr(p) == "where" and len(p.args) == 3 and p.args[2] is up:
+        if isinstance(p, ast.Call) and operators.call_name(p) == "where" and len(p.args) == 3 and p.args[2] is up:
             if any(pair == {ast.dump(e.left), ast.dump(e.comparators[0])} for e in _disjuncts(p.args[0])):
                 return (f"proven: `{ast.unparse(cmp)}` and its flip differ only where its sides are equal, and "
                         f"there `{ast.unparse(p.args[0])[:60]}` takes the other arm")  # fmt: skip
@@ -108,7 +110,7 @@ def _disjuncts(e: ast.expr) -> list[ast.Compare]:
     """The `x == y` tests `e` is an `or` of (through `jnp.logical_or` and `|`)."""
     if isinstance(e, ast.Compare) and len(e.ops) == 1 and isinstance(e.ops[0], ast.Eq):
         return [e]
-    if isinstance(e, ast.Call) and _attr(e) == "logical_or" and len(e.args) == 2:
+    if isinstance(e, ast.Call) and operators.call_name(e) == "logical_or" and len(e.args) == 2:
         return _disjuncts(e.args[0]) + _disjuncts(e.args[1])
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.BitOr):
         return _disjuncts(e.left) + _disjuncts(e.right)
@@ -122,15 +124,10 @@ def _cases(e: ast.expr, defs: dict[str, ast.expr], depth: int = 0) -> tuple[str,
     if isinstance(e, ast.Compare) and len(e.ops) == 1 and isinstance(e.ops[0], ast.Eq):
         k = literal(e.comparators[0])
         return (ast.unparse(e.left), {k}) if isinstance(e.left, ast.Name) and k is not None else None
-    if isinstance(e, ast.Call) and _attr(e) == "logical_or" and len(e.args) == 2:
+    if isinstance(e, ast.Call) and operators.call_name(e) == "logical_or" and len(e.args) == 2:
         x, y = _cases(e.args[0], defs, depth + 1), _cases(e.args[1], defs, depth + 1)
         return (x[0], x[1] | y[1]) if x is not None and y is not None and x[0] == y[0] else None
     return None
-
-
-def _attr(call: ast.Call) -> str:
-    """`where` for `jnp.where(...)`; "" for a call of a plain name."""
-    return call.func.attr if isinstance(call.func, ast.Attribute) else ""
 
 
 def literal(e: ast.expr) -> bool | int | float | None:
