@@ -1133,6 +1133,28 @@ class ReferenceEnv:
         rewards = np.asarray(d.get("rewards", np.zeros(self.num_players)), np.float32)
         return self._finish(data, rewards, bool(d.get("terminated", False)), bool(d.get("truncated", False)))
 
+    def call(self, name: str, d: Mapping[str, Any], args: Sequence[Any], key: rng.Key) -> list[np.ndarray]:
+        """Spec function or procedure `name` called alone on the state `d` with `args`: a function's results (one
+        array each), or a procedure's state afterwards (one array per field, in the spec's order)."""
+        c = self._c.callables[name]
+        data = {k: list(v) for k, v in self.state_from_dict(d).data.items()}
+        typed = []
+        for a, (_, ty) in zip(args, c.params):
+            conv = float if ty.dtype.is_float else (bool if ty.dtype is DType.BOOL else int)
+            flat = [_typed(ty, conv(v)) for v in np.asarray(a).reshape(-1).tolist()]
+            typed.append(flat if ty.shape else flat[0])
+        fr = self._frame(data, key)
+        fn = self._c.compiled_fns[name]
+        if c.returns is None:
+            sub = fr.child(key)
+            sub.loc = {n: v for (n, _), v in zip(c.params, typed)}
+            fn(sub, [])
+            return [np.array(data[f.name], NP_DTYPE[f.ty.dtype]).reshape(f.ty.shape) for f in self.spec.fields]
+        out = fn(fr, typed)
+        types = c.results or (c.returns,)
+        values = out if c.results else (out,)
+        return [np.array(v, NP_DTYPE[t.dtype]).reshape(t.shape) for v, t in zip(values, types)]
+
 
 def _typed(ty: Ty, v: Any) -> Any:
     """A declared value (param default, init, constant) in its type: f32 rounded, ints wrapped."""

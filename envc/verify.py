@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from envc import ir, rng
+from envc.calls import check_callables
 from envc.diagnostics import SpecRuntimeError
 from envc.interpret import ReferenceEnv
 from envc.stats import compare_samples, far, parting_rank_test, twin_horizons
@@ -400,6 +401,7 @@ class _Loose(ReferenceEnv):
         self._invariants: dict[bytes, list[str] | SpecRuntimeError] = {}
         self._steps: dict[bytes, tuple[_Dict, _Dict] | SpecRuntimeError] = {}
         self._minimal: dict[bytes, list[tuple[_Dict, Any, rng.Key]]] = {}
+        self._calls: dict[bytes, list[np.ndarray] | SpecRuntimeError] = {}
 
     def injected_of(self, d: Mapping[str, Any]) -> _Dict:
         """`d` injected, as a dict (a copy; raises as `state_from_dict` does)."""
@@ -417,6 +419,11 @@ class _Loose(ReferenceEnv):
 
         injected, stepped = _remember(self._steps, _digest(d, np.asarray(act), np.asarray(key)), compute)
         return _copy(injected), _copy(stepped)
+
+    def call_of(self, name: str, d: Mapping[str, Any], args: list[Any], key: rng.Key) -> list[np.ndarray]:
+        """`ReferenceEnv.call`, remembered (raises as it does)."""
+        k = _digest(d, name.encode(), *(np.asarray(a) for a in args), np.asarray(key))
+        return [np.array(x, copy=True) for x in _remember(self._calls, k, lambda: self.call(name, d, args, key))]
 
     def minimal_endings(
         self, pool: list[_Dict], base: _Dict, states: int, seed: int
@@ -1355,6 +1362,16 @@ def level2_contract(
             swapped.case(_one_step(spec, ref, env, d, a, k, what, wrote)[0])
 
     ending = _minimal_endings(spec, env, ref, pool, base, states, seed, wrote)
+    # every function and procedure called alone, on inputs play never gives it (envc/calls.py)
+    gen_calls = np.random.default_rng(seed + 16)
+    alone = Check("L2", "functions and procedures called alone (drawn arguments, reached and fuzzed states)")
+
+    def called_on(i: int) -> dict[str, np.ndarray]:
+        return pool[i % len(pool)] if i % 2 == 0 and pool else fuzz_state(spec, base, gen_calls)
+
+    alone.cases, failures = check_callables(spec, env, ref.call_of, called_on, seed)
+    for m in failures:
+        alone.fail(m)
 
     for i in range(2 * n if spec.invariants else 0):
         same_invariants(injected(i) if i % 4 else pool[i % len(pool)] if pool else fuzz_state(spec, base, gen),
@@ -1439,5 +1456,6 @@ def level2_contract(
     edges.cases -= ties
     masks = _legal_at_boundaries(spec, env, ref, pool, wrote)
     checks = [illegal, finished, nobody] + ([swapped] if swapped.cases else []) + ([ending] if ending.cases else [])
+    checks += [alone] if alone.cases else []
     checks += [invariants] if spec.invariants else []
     return checks + [c for c in (edges, masks) if c.cases]

@@ -25,7 +25,6 @@ verify, because no other test covers the same backend and levels for all of them
 from __future__ import annotations
 
 import ast
-import os
 import sys
 from pathlib import Path
 
@@ -40,15 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(p for folder in ("specs", "tests/specs", "docs/examples") for p in (ROOT / folder).glob("*.yaml"))
 IDS = [str(p.relative_to(ROOT).with_suffix("")) for p in SPECS]
 EPISODES, STATES, MAX_STEPS = 2, 5, 60
-
-
-@pytest.fixture(scope="session")
-def rust_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The envc cache of tests/test_rust_backend.py (the same folder), so each crate is built once per run."""
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "envc-rust-cache"
-    root.mkdir(exist_ok=True)
-    return root
 
 
 def draws(node: object) -> bool:

@@ -32,15 +32,6 @@ SPECS = sorted(
 )
 
 
-@pytest.fixture(scope="session")
-def rust_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One envc cache for the whole test run (shared by xdist workers), so cargo builds each crate once."""
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "envc-rust-cache"
-    root.mkdir(exist_ok=True)
-    return root
-
-
 _BUILT: dict[str, RustEnv] = {}
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import io
-import os
 import re
 import sys
 import tokenize
@@ -52,15 +51,6 @@ TEXTS = (
     "{{ 7 * 7 }} `touch MARK` $(touch MARK) \t é ✓ \U0001f600",
     f"A Markdown code block, a doctest in a doc comment:\n```\n{RUN}\n```\n\n    {RUN}",
 )
-
-
-@pytest.fixture(scope="session")
-def rust_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The envc cache folder of tests/test_rust_backend.py, so one session compiles the dependencies once."""
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "envc-rust-cache"
-    root.mkdir(exist_ok=True)
-    return root
 
 
 def q(text: str, mark: Path) -> str:

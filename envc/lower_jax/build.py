@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir
+from envc.interpret import NP_DTYPE
 from envc.lower_jax import TEMPLATES, render
 from envc.lower_jax.names import PyNames
 
@@ -82,6 +83,7 @@ class JaxEnv:
         self._observe = jax.jit(self.env.observe)
         self._inject = jax.jit(self.env.inject)
         self._invariants = jax.jit(self.env.invariants)
+        self._calls: dict[str, Any] = {}  # spec functions and procedures, jitted when first called alone
 
     def _params(self, params: dict[str, Any] | None) -> Any:
         """The package's EnvParams: the defaults with `params` (spec names) over them."""
@@ -139,6 +141,35 @@ class JaxEnv:
     def state_from_dict(self, d: dict[str, Any]) -> Any:
         """Inject a state."""
         return self._inject(*self.env.arrays_from_dict(d), self.params)
+
+    def calls(
+        self, name: str, ds: list[dict[str, Any]], args: list[list[Any]], keys: list[Any]
+    ) -> list[list[np.ndarray]]:
+        """Spec function or procedure `name` of the generated module called alone on each state of `ds` with its
+        arguments and key (one `vmap`, jitted): per case, as `ReferenceEnv.call` answers (a function's results,
+        or every field after a procedure)."""
+        import jax
+
+        c = next(c for c in self.spec.callables if c.name == name)
+        proc = c.returns is None
+        with jax.enable_x64(bool(getattr(self.module, "X64", False))):  # f64 arguments stay f64 through jit
+            if name not in self._calls:
+                fn = getattr(self.module, PyNames(self.spec).glob("call", name))
+                lead = (0, 0, None) if proc else (0, None)
+                self._calls[name] = jax.jit(jax.vmap(fn, in_axes=(*lead, *[0] * len(c.params))))
+            state = jax.tree.map(lambda *xs: jax.numpy.stack(xs), *[self.state_from_dict(d) for d in ds])
+            typed: list[np.ndarray] = [
+                np.stack([np.asarray(a[i], NP_DTYPE[t.dtype]).reshape(t.shape) for a in args])
+                for i, (_, t) in enumerate(c.params)
+            ]
+            if proc:
+                keys_ = np.stack([np.asarray(self._key(k)) for k in keys])
+                out = self.state_to_dict(self._calls[name](state, keys_, self.params, *typed))
+                per = [np.asarray(out[f.name]) for f in self.spec.fields]
+            else:
+                got = self._calls[name](state, self.params, *typed)
+                per = [np.asarray(v) for v in (got if c.results else (got,))]
+        return [[v[j] for v in per] for j in range(len(ds))]
 
     @property
     def rollout(self) -> Any:

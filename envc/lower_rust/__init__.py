@@ -96,6 +96,7 @@ class Lowering:
         self.packed = lanes.packed(spec, self.lane_plan)
         self.enums = {e.name: len(e.members) for e in spec.enums}
         self.functions: list[Function] = []
+        self.alone: list[str | None] = []  # per callable, lib.rs's arm that calls it alone (`alone_arm`)
 
     # ---- helpers ---------------------------------------------------------
     def emitter(self) -> Emitter:
@@ -147,12 +148,38 @@ class Lowering:
                 ret = self.value_ty(c.returns)
                 if c.results:  # a function that returns several values: a tuple
                     ret = f"({', '.join(self.value_ty(t) for t in c.results)})"
-                self.functions.append(Function(self.names.fn(c.name), ", ".join(args), ret, em.lines, doc))
+                self.functions.append(Function(self.names.fn(c.name), ", ".join(args), ret, em.lines, doc,
+                                               public=True))
             else:
                 key = self.an.draws(c.body)
                 em.block(c.body, Ctx("key" if key else None, dict(ranges)))
                 args = self.sig(c.body, True, key) + params
-                self.functions.append(Function(self.names.fn(c.name), ", ".join(args), "", em.lines, doc))
+                self.functions.append(Function(self.names.fn(c.name), ", ".join(args), "", em.lines, doc,
+                                               public=True))
+            self.alone.append(self.alone_arm(c))
+
+    def alone_arm(self, c: ir.CallableInfo) -> str | None:
+        """The expression of lib.rs's `call` that runs callable `c` alone on `st` with `args` (f64s) and `key`, and
+        gives its results as a `Vec<f64>`; None for one whose parameters or results are arrays."""
+        results = c.results or ((c.returns,) if c.returns is not None else ())
+        if any(t.shape for _, t in c.params) or any(t is not None and t.shape for t in results):
+            return None
+        args = ["&mut st" if c.returns is None else "&st", "&self.prm"]
+        if c.returns is None and self.an.draws(c.body):
+            args.append("[key.0, key.1]")
+        for k, (_, t) in enumerate(c.params):
+            args.append(f"args[{k}] != 0.0" if t.dtype is ir.DType.BOOL else f"args[{k}] as {RUST[t.dtype]}")
+        call = f"env::{self.names.fn(c.name)}({', '.join(args)})"
+
+        def f64(v: str, t: ir.Ty) -> str:
+            return f"f64::from(u8::from({v}))" if t.dtype is ir.DType.BOOL else f"{v} as f64"
+
+        if not results:
+            return f"{{ {call}; Vec::new() }}"
+        if not c.results:
+            return f"vec![{f64(call, results[0])}]"
+        names = [f"r{i}" for i in range(len(results))]
+        return f"{{ let ({', '.join(names)}) = {call}; vec![{', '.join(f64(n, t) for n, t in zip(names, results))}] }}"
 
     def writer(
         self,
@@ -649,6 +676,8 @@ class Lowering:
                 )
                 for f in functions
             },
+            "alone": [(i, arm) for i, arm in enumerate(self.alone) if arm is not None],
+            "callable_names": [rust_str(c.name) for c in spec.callables],
             "invariants": [rust_str(n) for n, _ in spec.invariants],
             "step_draws": "true" if step_draws else "false",
             "name_literal": rust_str(spec.name),

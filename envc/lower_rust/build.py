@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from envc import __version__, ir
+from envc import __version__, ir, rng
+from envc.interpret import NP_DTYPE
 from envc.lower_rust import HERE, TEMPLATES, cargo_version, crate_lock, render, runtime_digest, runtime_files
 
 
@@ -224,6 +225,25 @@ class RustEnv:
     def state_from_dict(self, d: Mapping[str, Any]) -> Any:
         """Inject a state."""
         return self.env.state_from_dict(d)
+
+    def calls(
+        self, name: str, ds: list[dict[str, Any]], args: list[list[Any]], keys: list[Any]
+    ) -> list[list[np.ndarray]] | None:
+        """Spec function or procedure `name` called alone on each state of `ds` with its arguments and key: per
+        case, as `ReferenceEnv.call` answers; None for one with array parameters or results (not exposed)."""
+        c = next(c for c in self.spec.callables if c.name == name)
+        results = c.results or ((c.returns,) if c.returns is not None else ())
+        if any(t.shape for _, t in c.params) or any(t is not None and t.shape for t in results):
+            return None
+        out = []
+        for d, a, k in zip(ds, args, keys):
+            values, fields = self.env.call(name, self.state_from_dict(d), [float(np.asarray(v)) for v in a],
+                                           None if k is None else tuple(int(w) for w in rng.as_key(k)))
+            if c.returns is None:
+                out.append([np.asarray(fields[f.name]) for f in self.spec.fields])
+            else:
+                out.append([np.asarray(v).astype(NP_DTYPE[t.dtype]) for v, t in zip(values, results)])
+        return out
 
     def vector_env(
         self,
