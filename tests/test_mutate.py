@@ -490,3 +490,80 @@ def test_float_tolerance_equivalents_are_counted_apart() -> None:
     assert (report.tolerance, report.proven) == (1, 1)
     assert report.kill_rate() == 2 / 3 and report.strict_kill_rate() == 2 / 4
     assert report.to_json()["equivalent_tolerance"] == 1
+
+
+ZONE_SOURCE = '''
+def clamp_index(i, n):
+    return jnp.clip(i, 0, n - 1)
+
+
+def push(state, v):
+    n_1 = state.zone__count
+    ok_1 = n_1 < 3
+    row_1 = state.zone.at[jnp.where(ok_1, n_1, 3)].set(v, mode='drop')
+    return row_1
+
+
+def push_short(state, v):
+    n_1 = state.zone__count
+    ok_1 = n_1 < 2
+    row_1 = state.zone.at[jnp.where(ok_1, n_1, 3)].set(v, mode='drop')
+    return row_1
+
+
+def pop(state, v):
+    n_1 = state.zone__count
+    ok_1 = n_1 > 0
+    popped_1 = jnp.where(ok_1, state.zone[clamp_index(n_1 - 1, 3)], 0).astype(state.zone.dtype)
+    row_1 = state.zone.at[jnp.where(ok_1, n_1 - 1, 3)].set(0, mode='drop')
+    return popped_1, row_1
+
+
+def pop_marked(state, v):
+    n_1 = state.zone__count
+    ok_1 = n_1 > 0
+    popped_1 = jnp.where(ok_1, state.zone[clamp_index(n_1 - 1, 3)], 0).astype(state.zone.dtype)
+    row_1 = state.zone.at[jnp.where(ok_1, n_1 - 1, 3)].set(v, mode='drop')
+    return popped_1, row_1
+'''
+
+
+def test_jax_zone_guards_proven_equivalent_and_equal_on_every_well_formed_zone() -> None:
+    """A push's guard against a full zone (the write at `n >= 3` is out of range itself) and a pop's guard against
+    an empty one (an empty zone's slots hold 0) are proven redundant; each proven mutant gives the original's
+    results on every well-formed zone of 3 slots, and the look-alikes (a guard below the capacity, a pop that
+    writes something other than 0) are not proven and do differ."""
+    import ast
+    from types import SimpleNamespace
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    from envc.mutate import operators, proofs
+
+    tree = ast.parse(ZONE_SOURCE)
+    shapes = {"zone": (3,), "zone__count": ()}
+    zones = [SimpleNamespace(zone=jnp.array([4, 5, 6][:n] + [0] * (3 - n), jnp.int8), zone__count=jnp.int32(n))
+             for n in range(4)]  # fmt: skip
+
+    def results(t: ast.Module, fn: str) -> list[list[np.ndarray]]:
+        scope: dict[str, object] = {"jnp": jnp}
+        exec(compile(t, "<zones>", "exec"), scope)
+        f = scope[fn]
+        outs = [f(z, jnp.int8(9)) for z in zones]  # type: ignore[operator]
+        return [[np.asarray(x) for x in (o if isinstance(o, tuple) else (o,))] for o in outs]
+
+    outcome = {}
+    for s in operators.sites(tree, shapes):
+        if s.op != "branch_drop" or "else-arm" not in s.after:
+            continue
+        why = proofs.guarded_index(tree, s, shapes) or proofs.empty_pop(tree, s, shapes)
+        same = all(np.array_equal(a, b) for x, y in zip(results(tree, s.function),
+                                                         results(operators.apply(tree, s), s.function))
+                   for a, b in zip(x, y))  # fmt: skip
+        outcome[(s.function, ZONE_SOURCE.split("\n")[s.line - 1].split(" = ")[0].strip())] = (why is not None, same)
+    proven = {k for k, (p, _) in outcome.items() if p}
+    assert proven == {("push", "row_1"), ("pop", "popped_1"), ("pop", "row_1")}, outcome
+    assert all(same for p, same in outcome.values() if p), outcome
+    assert outcome[("push_short", "row_1")] == (False, False)  # where n < 2 fails, n = 2 is in range
+    assert outcome[("pop_marked", "row_1")] == (False, False)  # the 9 lands in slot 2 of an empty zone

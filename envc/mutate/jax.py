@@ -59,7 +59,8 @@ class JaxProgram:
             self.source = fresh  # what is mutated and reported: the same code as the map
         self.tree = ast.parse(self.source, str(self.path))
         py = PyNames(spec)
-        self.sites = operators.sites(self.tree, {py.field(f.name): tuple(f.ty.shape) for f in spec.fields})
+        self.shapes = {py.field(f.name): tuple(f.ty.shape) for f in spec.fields}
+        self.sites = operators.sites(self.tree, self.shapes)
         self._lines = self.source.split("\n")
         self._reference: dict[str, Any] | None = None
         self._reference_text: dict[str, str] = {}
@@ -88,7 +89,8 @@ class JaxProgram:
         if ast.dump(operators.apply(self.tree, site)) == ast.dump(self.tree):
             return "identical code after the change"
         found = (f(self.tree, site) for f in (proofs.boundary_kept, proofs.exclusive_cases, proofs.equality_excluded))
-        return self._reset_writes_init(site) or next((why for why in found if why), None)
+        zones = (f(self.tree, site, self.shapes) for f in (proofs.guarded_index, proofs.empty_pop))
+        return self._reset_writes_init(site) or next((why for why in (*found, *zones) if why), None)
 
     def _reset_writes_init(self, site: operators.Site) -> str | None:
         """A dropped reset write of a field's declared init (`velocity_1 = jnp.float32(0.0)` kept as

@@ -23,17 +23,28 @@ _MODES = {"drop", "fill"}
 
 def same_elements(tree: ast.Module, shapes: dict[str, Shape]) -> dict[int, str]:
     """Why a mutant is equivalent, by the id of the node its site changes (a constant +1, a `-` made `+`)."""
-    consts = {t.id: s.value.value for s in tree.body if isinstance(s, ast.Assign)
-              for t in s.targets if isinstance(t, ast.Name)
-              and isinstance(s.value, ast.Constant) and type(s.value.value) is int}  # fmt: skip
-    if "NUM_ACTIONS" in consts:
-        shapes = {**shapes, "legal_action_mask": (consts["NUM_ACTIONS"],)}
-    shapes = {**shapes, **_tables(tree)}
+    consts, shapes = _module(tree, shapes)
     out = _last_index_reads(tree, shapes)
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef):
             out.update(_Function(fn, shapes, consts).proofs())
     return out
+
+
+def function_view(tree: ast.Module, fn: ast.FunctionDef, shapes: dict[str, Shape]) -> _Function:
+    """One function's locals, index uses and the shapes its arrays are known to have (for `envc.mutate.proofs`)."""
+    consts, shapes = _module(tree, shapes)
+    return _Function(fn, shapes, consts)
+
+
+def _module(tree: ast.Module, shapes: dict[str, Shape]) -> tuple[dict[str, int], dict[str, Shape]]:
+    """The module's integer constants, and `shapes` (state fields) with the mask's and the tables' added."""
+    consts = {t.id: s.value.value for s in tree.body if isinstance(s, ast.Assign)
+              for t in s.targets if isinstance(t, ast.Name)
+              and isinstance(s.value, ast.Constant) and type(s.value.value) is int}  # fmt: skip
+    if "NUM_ACTIONS" in consts:
+        shapes = {**shapes, "legal_action_mask": (consts["NUM_ACTIONS"],)}
+    return consts, {**shapes, **_tables(tree)}
 
 
 def _tables(tree: ast.Module) -> dict[str, Shape]:

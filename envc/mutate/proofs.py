@@ -106,6 +106,114 @@ def equality_excluded(tree: ast.Module, site: operators.Site) -> str | None:
     return None
 
 
+def guarded_index(tree: ast.Module, site: operators.Site, shapes: dict[str, tuple[int, ...]]) -> str | None:
+    """`x.at[where(i < k, i, s)].set(v, mode="drop")` (or `.get(mode="fill")`) on an axis of length `n <= k`:
+    where the guard fails, `i >= n` is out of range itself, so the write is dropped (the read fills) without the
+    sentinel `s` too (a push's guard against a full zone)."""
+    node, _ = _in_function(tree, site)
+    if not (site.op == "branch_drop" and "else-arm" in site.after and isinstance(node, ast.Call)):
+        return None
+    if not (operators.call_name(node) == "where" and len(node.args) == 3):
+        return None
+    fn = _function(tree, node, shapes)
+    guard = _resolve(node.args[0], fn.defs)
+    if not (isinstance(guard, ast.Compare) and len(guard.ops) == 1 and isinstance(guard.ops[0], ast.Lt)):
+        return None
+    k = fn.value(guard.comparators[0])
+    uses = list(fn.positions(node))
+    lengths = {fn.length(sub, axis, True) for kind, sub, axis in uses if kind == "at" and fn.drop_or_fill(sub)}
+    if k is None or not uses or len(lengths) != 1 or any(kind != "at" for kind, _, _ in uses):
+        return None
+    n = lengths.pop()
+    if n is None or n > k or ast.dump(guard.left) != ast.dump(node.args[1]):
+        return None
+    return (f"proven: where `{ast.unparse(guard)}` fails, {ast.unparse(node.args[1])} >= {k} is out of range of "
+            f"the axis of length {n} itself: the drop write (fill read) does the same without the sentinel")
+
+
+def empty_pop(tree: ast.Module, site: operators.Site, shapes: dict[str, tuple[int, ...]]) -> str | None:
+    """A pop's guard `ok = n > 0` dropped from its read `where(ok, row[clamp_index(n - 1, c)], 0)` or its write
+    `row.at[where(ok, n - 1, c)].set(0, mode="drop")`: where it fails the zone is empty (counts are >= 0), and an
+    empty zone's slots all hold 0 (docs/spec-language.md, zones), so slot 0 reads 0 and slot `c - 1` (index -1)
+    is written the 0 it holds."""
+    node, _ = _in_function(tree, site)
+    if not (site.op == "branch_drop" and "else-arm" in site.after and isinstance(node, ast.Call)):
+        return None
+    if not (operators.call_name(node) == "where" and len(node.args) == 3 and isinstance(node.args[0], ast.Name)):
+        return None
+    fn = _function(tree, node, shapes)
+    ok = node.args[0].id
+    pops = [p for p in ast.walk(fn.fn) if isinstance(p, ast.Call) and _pop_pair(p, ok, fn) is not None]
+    pairs = {_pop_pair(p, ok, fn) for p in pops}
+    if node not in pops or len(pairs) != 1:
+        return None
+    row, count = pairs.pop()  # type: ignore[misc]
+    if not any(_pop_pair(p, ok, fn, write=True) == (row, count) for p in pops) or not any(
+        _pop_pair(p, ok, fn, write=False) == (row, count) for p in pops
+    ):
+        return None  # both halves of the emitter's pop, on one zone row and its count
+    guard = _resolve(node.args[0], fn.defs)
+    if not (isinstance(guard, ast.Compare) and isinstance(guard.ops[0], ast.Gt) and ast.unparse(guard.left) == count
+            and fn.value(guard.comparators[0]) == 0):  # fmt: skip
+        return None
+    return (f"proven: where `{ok}` ({ast.unparse(guard)}) fails the zone `{row}` is empty, and an empty zone's "
+            f"slots hold 0: the pop reads and writes 0 without its guard")
+
+
+def _pop_pair(call: ast.Call, ok: str, fn: Any, write: bool | None = None) -> tuple[str, str] | None:
+    """(row, count) if `call` is one half of a pop guarded by `ok`: the read `where(ok, row[clamp_index(count - 1,
+    c)], 0)` or the write `row.at[...]` whose index is `where(ok, count - 1, c)` and value 0."""
+    if not (operators.call_name(call) == "where" and len(call.args) == 3):
+        return None
+    if not (isinstance(call.args[0], ast.Name) and call.args[0].id == ok):
+        return None
+    then = call.args[1]
+    if write is not True and isinstance(then, ast.Subscript) and literal(call.args[2]) == 0:  # the read
+        idx = then.slice
+        clamp = isinstance(idx, ast.Call) and isinstance(idx.func, ast.Name) and idx.func.id == "clamp_index"
+        if clamp and isinstance(idx, ast.Call) and len(idx.args) == 2:
+            count = _minus_one(idx.args[0])
+            if count is not None:
+                return ast.unparse(then.value), count
+    if write is not False:  # the write: the `where` is the index of `row.at[...]`, set to 0 in drop mode
+        count = _minus_one(then)
+        sub = fn.parents.get(id(call))
+        method = fn.parents.get(id(sub))
+        setter = fn.parents.get(id(method))
+        if count is None or not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Attribute)
+                                 and sub.value.attr == "at" and isinstance(method, ast.Attribute)
+                                 and method.attr == "set" and isinstance(setter, ast.Call)):  # fmt: skip
+            return None
+        mode = next((kw.value for kw in setter.keywords if kw.arg == "mode"), None)
+        if isinstance(mode, ast.Constant) and mode.value == "drop" and setter.args and literal(setter.args[0]) == 0:
+            return ast.unparse(sub.value.value), count
+    return None
+
+
+def _minus_one(e: ast.expr) -> str | None:
+    """`count` for `count - 1`."""
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub) and literal(e.right) == 1:
+        return ast.unparse(e.left)
+    return None
+
+
+def _function(tree: ast.Module, node: ast.AST, shapes: dict[str, tuple[int, ...]]) -> Any:
+    """The `oob` view (defs, parents, shapes of state fields and tables) of the function around `node`."""
+    from envc.mutate import oob
+
+    line = getattr(node, "lineno", 0)
+    fns = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.lineno <= line <= (f.end_lineno or 0)]
+    fn = min(fns, key=lambda f: (f.end_lineno or 0) - f.lineno)
+    return oob.function_view(tree, fn, shapes)
+
+
+def _resolve(e: ast.expr, defs: dict[str, list[ast.expr]]) -> ast.expr:
+    """A local bound once, replaced by its value (`ok_2` -> `n_2 < 3`)."""
+    while isinstance(e, ast.Name) and len(defs.get(e.id, [])) == 1:
+        e = defs[e.id][0]
+    return e
+
+
 def _disjuncts(e: ast.expr) -> list[ast.Compare]:
     """The `x == y` tests `e` is an `or` of (through `jnp.logical_or` and `|`)."""
     if isinstance(e, ast.Compare) and len(e.ops) == 1 and isinstance(e.ops[0], ast.Eq):
