@@ -5,8 +5,8 @@ Play calls a function only with what the spec passes it, so a translation bug on
 `wrap` whose third turn no reachable angle takes, a push guard that only a full hand trips. The spec defines
 each callable on every value of its parameters' types, so each answer must equal the reference's; integer
 parameters are drawn within the range every call site passes (`envc.intervals.param_ranges`: the backends may
-compile a callable for just those values), floats at the constants its body uses, at small multiples of them and
-over several magnitudes.
+compile a callable for just those values), floats at the constants its body uses, at every small multiple of them
+(a ladder of extra cases) and over several magnitudes.
 """
 
 from __future__ import annotations
@@ -66,6 +66,19 @@ def _draw(ty: ir.Ty, known: Interval | None, members: int | None, lits: list[flo
     return np.asarray(out).reshape(ty.shape) if ty.shape else out[0]
 
 
+def _ladder(c: ir.CallableInfo, lits: list[float], gen: np.random.Generator) -> list[tuple[int, float]]:
+    """(parameter, value) for each scalar float parameter: every multiple -6..6 of each of the body's first four
+    constants of magnitude >= 0.5, off by up to half the constant (so each turn of a wrap by `2 pi` is met at
+    least once, where random draws meet the far ones rarely); at most 48 in all."""
+    bases = [x for x in lits if abs(x) >= 0.5][:4]
+    out = [(at, float(b * k + gen.uniform(-0.5, 0.5) * abs(b)))
+           for at, (_, t) in enumerate(c.params) if t.dtype.is_float and not t.shape
+           for b in bases for k in range(-6, 7) if k]  # fmt: skip
+    if len(out) > 48:
+        out = [out[j] for j in sorted(gen.choice(len(out), 48, replace=False))]
+    return out
+
+
 def _differs(want: np.ndarray, got: np.ndarray) -> bool:
     if np.shape(want) != np.shape(got):
         return True
@@ -94,8 +107,11 @@ def check_callables(
         lits = sorted(_literals(c.body, set()))
         known = ranges.get(c.name, {})
         todo: list[tuple[dict[str, np.ndarray], list[Any], rng.Key]] = []
-        for i in range(CASES):
+        for i in range(CASES + len(ladder := _ladder(c, lits, gen))):
             args = [_draw(t, known.get(n), members.get(t.enum) if t.enum else None, lits, gen) for n, t in c.params]
+            if i >= CASES:  # one float parameter on a rung of the ladder, the others drawn
+                at, v = ladder[i - CASES]
+                args[at] = v
             key, k = rng.split(key)
             todo.append((states(i), args, k))
         wants: list[list[np.ndarray] | None] = []

@@ -4,6 +4,7 @@ reference's answers are the documented ones."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def test_a_turn_of_a_wrap_no_reachable_angle_takes_is_caught() -> None:
     cases, failures = _alone(_edited(spec_file, "y_7 = jnp.where(cond_3, y_6, y_5)", "y_7 = y_5"))
     called = {f.split("`")[1].split("(")[0] for f in failures}
     assert failures and called <= {"wrap", "settle"}, failures  # `settle` wraps its angle with `wrap`
-    angle = float(failures[0].split("(")[1].split("=")[1].split(",")[0].rstrip(")"))
+    angle = float(re.search(r"\(\w+=([-0-9.e]+)", failures[0]).group(1))  # type: ignore[union-attr]
     assert angle > 5 * np.pi  # only an angle past the second turn shows it
 
 
@@ -89,7 +90,7 @@ def test_rust_calls_its_callables_alone_as_the_reference_does(
     monkeypatch.setenv("ENVC_CACHE", str(rust_cache))  # the crates test_build_matrix builds anyway
     env = envc.build(envc.load(str(EXAMPLES / "acrobot.yaml")), backend="rust")
     cases, failures = _alone(env)
-    assert cases == 8 * 32 and failures == []  # nine callables, `dsdt` left out
+    assert cases > 8 * 32 and failures == []  # nine callables, `dsdt` left out (the float ones get a ladder too)
     assert env.calls("dsdt", [], [], []) is None
     ref = ReferenceEnv(env.spec)
     state = env.state_from_dict(ref.state_to_dict(ref.init(rng.key_from_seed(0))))

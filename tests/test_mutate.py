@@ -525,14 +525,38 @@ def pop_marked(state, v):
     popped_1 = jnp.where(ok_1, state.zone[clamp_index(n_1 - 1, 3)], 0).astype(state.zone.dtype)
     row_1 = state.zone.at[jnp.where(ok_1, n_1 - 1, 3)].set(v, mode='drop')
     return popped_1, row_1
+
+
+def zone_remove(row, i):
+    idx = jnp.arange(row.shape[0])
+    shifted = jnp.where(idx + 1 < row.shape[0], row[jnp.clip(idx + 1, 0, row.shape[0] - 1)], 0)
+    return jnp.where(idx < i, row, shifted).astype(row.dtype)
+
+
+def remove(state, slot):
+    row_1 = state.zone
+    n_1 = state.zone__count
+    ok_1 = (slot >= 0) & (slot < n_1)
+    removed_1 = jnp.where(ok_1, row_1[slot], 0).astype(row_1.dtype)
+    row_2 = jnp.where(ok_1, zone_remove(row_1, slot), row_1)
+    return removed_1, row_2
+
+
+def remove_wide(state, slot):
+    row_1 = state.zone
+    n_1 = state.zone__count
+    ok_1 = (slot >= 0) & (slot < n_1)
+    removed_1 = jnp.where(ok_1, row_1[slot], 0).astype(row_1.dtype)
+    return removed_1
 '''
 
 
 def test_jax_zone_guards_proven_equivalent_and_equal_on_every_well_formed_zone() -> None:
-    """A push's guard against a full zone (the write at `n >= 3` is out of range itself) and a pop's guard against
-    an empty one (an empty zone's slots hold 0) are proven redundant; each proven mutant gives the original's
-    results on every well-formed zone of 3 slots, and the look-alikes (a guard below the capacity, a pop that
-    writes something other than 0) are not proven and do differ."""
+    """A push's guard against a full zone (the write at `n >= 3` is out of range itself), a pop's guard against
+    an empty one (an empty zone's slots hold 0) and `remove_at`'s guard for a slot known to be one of the zone's
+    are proven redundant; each proven mutant gives the original's results on every well-formed zone of 3 slots
+    (and every slot), and the look-alikes (a guard below the capacity, a pop that writes something other than
+    0, a slot that may lie past the zone) are not proven and do differ."""
     import ast
     from types import SimpleNamespace
 
@@ -546,24 +570,30 @@ def test_jax_zone_guards_proven_equivalent_and_equal_on_every_well_formed_zone()
     zones = [SimpleNamespace(zone=jnp.array([4, 5, 6][:n] + [0] * (3 - n), jnp.int8), zone__count=jnp.int32(n))
              for n in range(4)]  # fmt: skip
 
+    ranges = {"remove": {"slot": (0, 3)}, "remove_wide": {"slot": (0, 4)}}
+
     def results(t: ast.Module, fn: str) -> list[list[np.ndarray]]:
         scope: dict[str, object] = {"jnp": jnp}
         exec(compile(t, "<zones>", "exec"), scope)
         f = scope[fn]
-        outs = [f(z, jnp.int8(9)) for z in zones]  # type: ignore[operator]
+        args = [jnp.int32(i) for i in range(*ranges[fn]["slot"])] if fn in ranges else [jnp.int8(9)]
+        outs = [f(z, a) for z in zones for a in args]  # type: ignore[operator]
         return [[np.asarray(x) for x in (o if isinstance(o, tuple) else (o,))] for o in outs]
 
     outcome = {}
     for s in operators.sites(tree, shapes):
-        if s.op != "branch_drop" or "else-arm" not in s.after:
+        if s.op != "branch_drop" or "else-arm" not in s.after or s.function in ("clamp_index", "zone_remove"):
             continue
-        why = proofs.guarded_index(tree, s, shapes) or proofs.empty_pop(tree, s, shapes)
+        why = (proofs.guarded_index(tree, s, shapes) or proofs.empty_pop(tree, s, shapes)
+               or proofs.remove_in_range(tree, s, shapes, ranges))
         same = all(np.array_equal(a, b) for x, y in zip(results(tree, s.function),
                                                          results(operators.apply(tree, s), s.function))
                    for a, b in zip(x, y))  # fmt: skip
         outcome[(s.function, ZONE_SOURCE.split("\n")[s.line - 1].split(" = ")[0].strip())] = (why is not None, same)
     proven = {k for k, (p, _) in outcome.items() if p}
-    assert proven == {("push", "row_1"), ("pop", "popped_1"), ("pop", "row_1")}, outcome
+    assert proven == {("push", "row_1"), ("pop", "popped_1"), ("pop", "row_1"), ("remove", "removed_1"),
+                      ("remove", "row_2")}, outcome
     assert all(same for p, same in outcome.values() if p), outcome
     assert outcome[("push_short", "row_1")] == (False, False)  # where n < 2 fails, n = 2 is in range
     assert outcome[("pop_marked", "row_1")] == (False, False)  # the 9 lands in slot 2 of an empty zone
+    assert outcome[("remove_wide", "removed_1")] == (False, False)  # slot 3 clamps onto a full zone's slot 2

@@ -60,6 +60,7 @@ class JaxProgram:
         self.tree = ast.parse(self.source, str(self.path))
         py = PyNames(spec)
         self.shapes = {py.field(f.name): tuple(f.ty.shape) for f in spec.fields}
+        self.ranges = _arg_ranges(spec, self.tree)
         self.sites = operators.sites(self.tree, self.shapes)
         self._lines = self.source.split("\n")
         self._reference: dict[str, Any] | None = None
@@ -90,7 +91,8 @@ class JaxProgram:
             return "identical code after the change"
         found = (f(self.tree, site) for f in (proofs.boundary_kept, proofs.exclusive_cases, proofs.equality_excluded))
         zones = (f(self.tree, site, self.shapes) for f in (proofs.guarded_index, proofs.empty_pop))
-        return self._reset_writes_init(site) or next((why for why in (*found, *zones) if why), None)
+        removes = proofs.remove_in_range(self.tree, site, self.shapes, self.ranges)
+        return self._reset_writes_init(site) or next((why for why in (*found, *zones, removes) if why), None)
 
     def _reset_writes_init(self, site: operators.Site) -> str | None:
         """A dropped reset write of a field's declared init (`velocity_1 = jnp.float32(0.0)` kept as
@@ -219,6 +221,29 @@ class JaxProgram:
         import jax
 
         jax.clear_caches()  # type: ignore[no-untyped-call]
+
+
+def _arg_ranges(spec: ir.SpecIR, tree: ast.Module) -> dict[str, dict[str, tuple[int, int]]]:
+    """The integer range of each generated function's arguments where the spec states it: an action kind's
+    parameters in its `effect_*` and `legal_*` functions, a callable's parameters as every call passes them."""
+    from envc.intervals import param_ranges
+    from envc.lower_jax.names import PyNames
+
+    py = PyNames(spec)
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for a in spec.actions:
+        own = {py.arg(a.name, p.name): (p.start, p.stop) for p in a.params}
+        out[py.glob("effect", a.name)] = out[py.glob("legal", a.name)] = own
+    defs = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    passed = param_ranges(spec)
+    for c in spec.callables:
+        fn = defs.get(py.glob("call", c.name))
+        known = passed.get(c.name, {})
+        if fn is None:
+            continue
+        names = [a.arg for a in fn.args.args][-len(c.params):] if c.params else []
+        out[fn.name] = {n: known[p] for n, (p, _) in zip(names, c.params) if p in known}
+    return out
 
 
 def _canonical(hlo: str) -> str:

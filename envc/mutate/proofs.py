@@ -11,6 +11,8 @@ from typing import Any
 
 from envc.mutate import operators
 
+Range = tuple[int, int]  # lo <= v < hi
+
 
 def _in_function(tree: ast.Module, site: operators.Site) -> tuple[ast.AST, list[ast.AST]]:
     """The site's node, and every node of the innermost function around it (SSA names are per function)."""
@@ -158,6 +160,67 @@ def empty_pop(tree: ast.Module, site: operators.Site, shapes: dict[str, tuple[in
         return None
     return (f"proven: where `{ok}` ({ast.unparse(guard)}) fails the zone `{row}` is empty, and an empty zone's "
             f"slots hold 0: the pop reads and writes 0 without its guard")
+
+
+def remove_in_range(
+    tree: ast.Module, site: operators.Site, shapes: dict[str, tuple[int, ...]], ranges: dict[str, dict[str, Range]]
+) -> str | None:
+    """`remove_at(z, i)`'s guard `ok = (i >= 0) & (i < n)` dropped from its read `where(ok, row[i], 0)` or its
+    shift `where(ok, zone_remove(row, i), row)`, where `i`'s range (an action parameter's, or what every call
+    passes) lies within the zone's slots: where the guard fails, `i` is a free slot, which holds 0, and so does
+    every slot after it, so the read gives 0 and the shift changes nothing."""
+    node, _ = _in_function(tree, site)
+    if not (site.op == "branch_drop" and "else-arm" in site.after and isinstance(node, ast.Call)):
+        return None
+    if not (operators.call_name(node) == "where" and len(node.args) == 3 and isinstance(node.args[0], ast.Name)):
+        return None
+    fn = _function(tree, node, shapes)
+    guard = _resolve(node.args[0], fn.defs)
+    if not (isinstance(guard, ast.BinOp) and isinstance(guard.op, ast.BitAnd)):
+        return None
+    low, high = guard.left, guard.right
+    if not (isinstance(low, ast.Compare) and isinstance(low.ops[0], ast.GtE) and fn.value(low.comparators[0]) == 0
+            and isinstance(high, ast.Compare) and isinstance(high.ops[0], ast.Lt)
+            and isinstance(low.left, ast.Name) and ast.dump(low.left) == ast.dump(high.left)):  # fmt: skip
+        return None
+    i, count = low.left.id, high.comparators[0]
+    then, other = node.args[1], node.args[2]
+    row: ast.expr
+    index: ast.expr
+    if isinstance(then, ast.Subscript) and literal(other) == 0 and isinstance(then.slice, ast.Name):
+        row, index = then.value, then.slice  # the read
+    elif (isinstance(then, ast.Call) and isinstance(then.func, ast.Name) and then.func.id == "zone_remove"
+          and len(then.args) == 2 and ast.dump(then.args[0]) == ast.dump(other)):  # fmt: skip
+        row, index = other, then.args[1]  # the shift
+    else:
+        return None
+    known = ranges.get(fn.fn.name, {}).get(i)
+    shape = fn.shape(row)
+    if not (isinstance(index, ast.Name) and index.id == i and known and shape and len(shape) == 1):
+        return None
+    if not (0 <= known[0] and known[1] <= shape[0] and _zone_pair(row, count, fn.defs)):
+        return None
+    return (f"proven: where `{ast.unparse(guard)}` fails, {i} (in {known[0]}..{known[1] - 1}) is a free slot of the "
+            f"{shape[0]}-slot zone `{ast.unparse(row)}`, and free slots hold 0: the same value without the guard")
+
+
+def _zone_pair(row: ast.expr, count: ast.expr, defs: dict[str, list[ast.expr]]) -> bool:
+    """`row` and `count` are a zone's storage and its count (`state.hand`, `state.hand__count`), or their rows
+    at the same leading index (`state.hand.at[at_1].get(...)`, `state.hand__count.at[at_1].get(...)`)."""
+    r, c = _resolve(row, defs), _resolve(count, defs)
+
+    def base(e: ast.expr) -> tuple[str, str] | None:
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "state":
+            return e.attr, ""
+        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "get"
+                and isinstance(e.func.value, ast.Subscript) and isinstance(e.func.value.value, ast.Attribute)
+                and e.func.value.value.attr == "at"):  # fmt: skip
+            inner = base(e.func.value.value.value)
+            return (inner[0], ast.dump(e.func.value.slice)) if inner and not inner[1] else None
+        return None
+
+    a, b = base(r), base(c)
+    return a is not None and b is not None and b == (a[0] + "__count", a[1])
 
 
 def _pop_pair(call: ast.Call, ok: str, fn: Any, write: bool | None = None) -> tuple[str, str] | None:
