@@ -68,14 +68,15 @@ def _draw(ty: ir.Ty, known: Interval | None, members: int | None, lits: list[flo
 
 def _ladder(c: ir.CallableInfo, lits: list[float], gen: np.random.Generator) -> list[tuple[int, float]]:
     """(parameter, value) for each scalar float parameter: every multiple -6..6 of each of the body's first four
-    constants of magnitude >= 0.5, off by up to half the constant (so each turn of a wrap by `2 pi` is met at
-    least once, where random draws meet the far ones rarely); at most 48 in all."""
+    constants of magnitude >= 0.5, exactly and off by up to half the constant (so each turn of a wrap by `2 pi`
+    is met at least once, and its edges: `5 pi - 2 pi - 2 pi == pi` in f64), where random draws meet the far
+    ones rarely; at most 64 in all."""
     bases = [x for x in lits if abs(x) >= 0.5][:4]
-    out = [(at, float(b * k + gen.uniform(-0.5, 0.5) * abs(b)))
+    out = [(at, float(b * k + off * gen.uniform(-0.5, 0.5) * abs(b)))
            for at, (_, t) in enumerate(c.params) if t.dtype.is_float and not t.shape
-           for b in bases for k in range(-6, 7) if k]  # fmt: skip
-    if len(out) > 48:
-        out = [out[j] for j in sorted(gen.choice(len(out), 48, replace=False))]
+           for b in bases for k in range(-6, 7) if k for off in (0, 1)]  # fmt: skip
+    if len(out) > 64:
+        out = [out[j] for j in sorted(gen.choice(len(out), 64, replace=False))]
     return out
 
 
