@@ -161,9 +161,9 @@ class Lowering:
     def alone_arm(self, c: ir.CallableInfo) -> str | None:
         """The expression of lib.rs's `call` that runs callable `c` alone on `st` with `args` (f64s) and `key`, and
         gives its results as a `Vec<f64>`; None for one whose parameters or results are arrays."""
-        results = c.results or ((c.returns,) if c.returns is not None else ())
-        if any(t.shape for _, t in c.params) or any(t is not None and t.shape for t in results):
+        if not scalar_only(c):
             return None
+        results = c.results or ((c.returns,) if c.returns is not None else ())
         args = ["&mut st" if c.returns is None else "&st", "&self.prm"]
         if c.returns is None and self.an.draws(c.body):
             args.append("[key.0, key.1]")
@@ -765,6 +765,12 @@ def rustfmt(source: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return source
     return r.stdout if r.returncode == 0 and r.stdout.strip() else source
+
+
+def scalar_only(c: ir.CallableInfo) -> bool:
+    """Does callable `c` take and give only scalars (so the package's `Env.call` runs it alone)?"""
+    results = c.results or ((c.returns,) if c.returns is not None else ())
+    return not any(t.shape for _, t in c.params) and not any(t.shape for t in results)
 
 
 def cargo_version(version: str) -> str:

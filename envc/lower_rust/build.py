@@ -28,7 +28,16 @@ import numpy as np
 
 from envc import __version__, ir, rng
 from envc.interpret import NP_DTYPE
-from envc.lower_rust import HERE, TEMPLATES, cargo_version, crate_lock, render, runtime_digest, runtime_files
+from envc.lower_rust import (
+    HERE,
+    TEMPLATES,
+    cargo_version,
+    crate_lock,
+    render,
+    runtime_digest,
+    runtime_files,
+    scalar_only,
+)
 
 
 class RustBuildError(RuntimeError):
@@ -232,9 +241,9 @@ class RustEnv:
         """Spec function or procedure `name` called alone on each state of `ds` with its arguments and key: per
         case, as `ReferenceEnv.call` answers; None for one with array parameters or results (not exposed)."""
         c = next(c for c in self.spec.callables if c.name == name)
-        results = c.results or ((c.returns,) if c.returns is not None else ())
-        if any(t.shape for _, t in c.params) or any(t is not None and t.shape for t in results):
+        if not scalar_only(c):
             return None
+        results = c.results or ((c.returns,) if c.returns is not None else ())
         out = []
         for d, a, k in zip(ds, args, keys):
             values, fields = self.env.call(name, self.state_from_dict(d), [float(np.asarray(v)) for v in a],

@@ -12,6 +12,7 @@ import ast
 import re
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +90,16 @@ class JaxProgram:
             return site.equivalent
         if ast.dump(operators.apply(self.tree, site)) == ast.dump(self.tree):
             return "identical code after the change"
-        found = (f(self.tree, site) for f in (proofs.boundary_kept, proofs.exclusive_cases, proofs.equality_excluded))
-        zones = (f(self.tree, site, self.shapes) for f in (proofs.guarded_index, proofs.empty_pop))
-        removes = proofs.remove_in_range(self.tree, site, self.shapes, self.ranges)
-        return self._reset_writes_init(site) or next((why for why in (*found, *zones, removes) if why), None)
+        tree, shapes = self.tree, self.shapes
+        found: tuple[Callable[[], str | None], ...] = (
+            lambda: proofs.boundary_kept(tree, site),
+            lambda: proofs.exclusive_cases(tree, site),
+            lambda: proofs.equality_excluded(tree, site),
+            lambda: proofs.guarded_index(tree, site, shapes),
+            lambda: proofs.empty_pop(tree, site, shapes),
+            lambda: proofs.remove_in_range(tree, site, shapes, self.ranges),
+        )
+        return self._reset_writes_init(site) or next((why for f in found if (why := f())), None)
 
     def _reset_writes_init(self, site: operators.Site) -> str | None:
         """A dropped reset write of a field's declared init (`velocity_1 = jnp.float32(0.0)` kept as

@@ -9,17 +9,36 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from envc.mutate import operators
+from envc.mutate import oob, operators
 
 Range = tuple[int, int]  # lo <= v < hi
 
 
-def _in_function(tree: ast.Module, site: operators.Site) -> tuple[ast.AST, list[ast.AST]]:
-    """The site's node, and every node of the innermost function around it (SSA names are per function)."""
-    node = list(ast.walk(tree))[site.index]
+def _innermost(tree: ast.Module, node: ast.AST) -> ast.FunctionDef | None:
+    """The innermost function around `node` (SSA names are per function)."""
     line = getattr(node, "lineno", 0)
     fns = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.lineno <= line <= (f.end_lineno or 0)]
-    return node, list(ast.walk(min(fns, key=lambda f: (f.end_lineno or 0) - f.lineno) if fns else tree))
+    return min(fns, key=lambda f: (f.end_lineno or 0) - f.lineno) if fns else None
+
+
+def _in_function(tree: ast.Module, site: operators.Site) -> tuple[ast.AST, list[ast.AST]]:
+    """The site's node, and every node of the innermost function around it."""
+    node = list(ast.walk(tree))[site.index]
+    return node, list(ast.walk(_innermost(tree, node) or tree))
+
+
+def _else_arm_dropped(
+    tree: ast.Module, site: operators.Site, shapes: dict[str, tuple[int, ...]]
+) -> tuple[ast.Call, oob._Function] | None:
+    """The `where(cond, a, b)` whose else-arm the site drops, and the `oob` view (defs, parents, shapes) of its
+    function; None for any other site."""
+    if site.op != "branch_drop" or "else-arm" not in site.after:
+        return None
+    node = list(ast.walk(tree))[site.index]
+    fn = _innermost(tree, node)
+    if not (isinstance(node, ast.Call) and operators.call_name(node) == "where" and len(node.args) == 3) or fn is None:
+        return None
+    return node, oob.function_view(tree, fn, shapes)
 
 
 def exclusive_cases(tree: ast.Module, site: operators.Site) -> str | None:
@@ -112,12 +131,10 @@ def guarded_index(tree: ast.Module, site: operators.Site, shapes: dict[str, tupl
     """`x.at[where(i < k, i, s)].set(v, mode="drop")` (or `.get(mode="fill")`) on an axis of length `n <= k`:
     where the guard fails, `i >= n` is out of range itself, so the write is dropped (the read fills) without the
     sentinel `s` too (a push's guard against a full zone)."""
-    node, _ = _in_function(tree, site)
-    if not (site.op == "branch_drop" and "else-arm" in site.after and isinstance(node, ast.Call)):
+    found = _else_arm_dropped(tree, site, shapes)
+    if found is None:
         return None
-    if not (operators.call_name(node) == "where" and len(node.args) == 3):
-        return None
-    fn = _function(tree, node, shapes)
+    node, fn = found
     guard = _resolve(node.args[0], fn.defs)
     if not (isinstance(guard, ast.Compare) and len(guard.ops) == 1 and isinstance(guard.ops[0], ast.Lt)):
         return None
@@ -138,12 +155,11 @@ def empty_pop(tree: ast.Module, site: operators.Site, shapes: dict[str, tuple[in
     `row.at[where(ok, n - 1, c)].set(0, mode="drop")`: where it fails the zone is empty (counts are >= 0), and an
     empty zone's slots all hold 0 (docs/spec-language.md, zones), so slot 0 reads 0 and slot `c - 1` (index -1)
     is written the 0 it holds."""
-    node, _ = _in_function(tree, site)
-    if not (site.op == "branch_drop" and "else-arm" in site.after and isinstance(node, ast.Call)):
+    found = _else_arm_dropped(tree, site, shapes)
+    if found is None or not isinstance(found[0].args[0], ast.Name):
         return None
-    if not (operators.call_name(node) == "where" and len(node.args) == 3 and isinstance(node.args[0], ast.Name)):
-        return None
-    fn = _function(tree, node, shapes)
+    node, fn = found
+    assert isinstance(node.args[0], ast.Name)
     ok = node.args[0].id
     pops = [p for p in ast.walk(fn.fn) if isinstance(p, ast.Call) and _pop_pair(p, ok, fn) is not None]
     pairs = {_pop_pair(p, ok, fn) for p in pops}
@@ -169,12 +185,11 @@ def remove_in_range(
     shift `where(ok, zone_remove(row, i), row)`, where `i`'s range (an action parameter's, or what every call
     passes) lies within the zone's slots: where the guard fails, `i` is a free slot, which holds 0, and so does
     every slot after it, so the read gives 0 and the shift changes nothing."""
-    node, _ = _in_function(tree, site)
-    if not (site.op == "branch_drop" and "else-arm" in site.after and isinstance(node, ast.Call)):
+    found = _else_arm_dropped(tree, site, shapes)
+    if found is None or not isinstance(found[0].args[0], ast.Name):
         return None
-    if not (operators.call_name(node) == "where" and len(node.args) == 3 and isinstance(node.args[0], ast.Name)):
-        return None
-    fn = _function(tree, node, shapes)
+    node, fn = found
+    assert isinstance(node.args[0], ast.Name)
     guard = _resolve(node.args[0], fn.defs)
     if not (isinstance(guard, ast.BinOp) and isinstance(guard.op, ast.BitAnd)):
         return None
@@ -223,7 +238,7 @@ def _zone_pair(row: ast.expr, count: ast.expr, defs: dict[str, list[ast.expr]]) 
     return a is not None and b is not None and b == (a[0] + "__count", a[1])
 
 
-def _pop_pair(call: ast.Call, ok: str, fn: Any, write: bool | None = None) -> tuple[str, str] | None:
+def _pop_pair(call: ast.Call, ok: str, fn: oob._Function, write: bool | None = None) -> tuple[str, str] | None:
     """(row, count) if `call` is one half of a pop guarded by `ok`: the read `where(ok, row[clamp_index(count - 1,
     c)], 0)` or the write `row.at[...]` whose index is `where(ok, count - 1, c)` and value 0."""
     if not (operators.call_name(call) == "where" and len(call.args) == 3):
@@ -258,16 +273,6 @@ def _minus_one(e: ast.expr) -> str | None:
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub) and literal(e.right) == 1:
         return ast.unparse(e.left)
     return None
-
-
-def _function(tree: ast.Module, node: ast.AST, shapes: dict[str, tuple[int, ...]]) -> Any:
-    """The `oob` view (defs, parents, shapes of state fields and tables) of the function around `node`."""
-    from envc.mutate import oob
-
-    line = getattr(node, "lineno", 0)
-    fns = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.lineno <= line <= (f.end_lineno or 0)]
-    fn = min(fns, key=lambda f: (f.end_lineno or 0) - f.lineno)
-    return oob.function_view(tree, fn, shapes)
 
 
 def _resolve(e: ast.expr, defs: dict[str, list[ast.expr]]) -> ast.expr:
