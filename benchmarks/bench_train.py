@@ -13,8 +13,8 @@ Sections (`--only`, comma-separated):
   rotated by one env: no env work, while the policy still sees changing, real observations, so XLA cannot hoist
   it out of the rollout loop), (c) the env alone: the same number of batched auto-reset steps with uniform
   random actions in a `lax.scan`. Share = (a - b) / a (the cost the env adds to training) and c / a.
-* `tcg`: envc's trainer on specs/tcg.yaml, self-play defaults (64 envs x 64 steps, 128x128 relu) and `--tcg-wide`
-  envs; fewer repeats (`--tcg-repeats`). The paper reports 153K PPO steps/s on one GPU.
+* `tcg`: envc's trainer on specs/tcg.yaml, self-play defaults (64 envs x 64 steps, 128x128 relu) and `--tcg-envs`
+  batches; fewer repeats (`--tcg-repeats`). The paper reports 153K PPO steps/s on one GPU.
 
 Each side is compiled first (compile time reported apart), warmed up once, then timed `--repeats` times with
 the sides run in turns (one run of each per round), so drift in a shared machine's speed weighs on all alike.
@@ -245,7 +245,9 @@ def host() -> str:
     model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "?")
     flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
     simd = [s for s in ("avx2", "avx512f", "avx512bw", "avx512vl", "fma") if s in flags]
-    return (f"{os.cpu_count()} x {model} ({', '.join(simd)}), jax {jax.__version__} on {jax.devices()[0].platform}, "
+    dev = jax.devices()[0]
+    return (f"{os.cpu_count()} x {model} ({', '.join(simd)}), jax {jax.__version__} on {dev.platform} "
+            f"({dev.device_kind}), "
             f"Python {platform.python_version()}, nice {os.nice(0)}")
 
 
@@ -253,10 +255,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="cartpole,share,tcg")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=500_000 // 512 * 512, help="env steps per timed run, 4 envs")
     ap.add_argument("--wide", type=int, default=2048, help="the wider cartpole batch (envs)")
     ap.add_argument("--wide-steps", type=int, default=2048 * 128 * 4, help="env steps per timed run, wide batch")
     ap.add_argument("--large", default="512,512,512", help="the large policy's hidden widths")
-    ap.add_argument("--tcg-wide", type=int, default=256, help="the wider TCG batch (envs)")
+    ap.add_argument("--tcg-envs", default="64,256", help="TCG batches (envs), comma-separated")
     ap.add_argument("--tcg-steps", type=int, default=65_536, help="about this many env steps per timed TCG run")
     ap.add_argument("--tcg-repeats", type=int, default=3)
     ap.add_argument("--json", help="write every row to this file")
@@ -266,13 +269,13 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     if "cartpole" in parts:
-        rows += section_cartpole([(4, 500_000 // 512 * 512), (args.wide, args.wide_steps)], args.repeats)
+        rows += section_cartpole([(4, args.steps), (args.wide, args.wide_steps)], args.repeats)
     if "share" in parts:
         large = tuple(int(w) for w in args.large.split(","))
         rows += section_share([(4, (64, 64), 100), (4, large, 10), (args.wide, (64, 64), 4)], args.repeats)
     if "tcg" in parts:
-        rows += section_tcg([(64, max(1, args.tcg_steps // (64 * 64))),
-                             (args.tcg_wide, max(1, args.tcg_steps // (args.tcg_wide * 64)))], args.tcg_repeats)
+        rows += section_tcg([(n, max(1, args.tcg_steps // (n * 64))) for n in map(int, args.tcg_envs.split(","))],
+                            args.tcg_repeats)
     summary = {"host": host(), "load_min": min(LOADS, default=0), "load_max": max(LOADS, default=0),
                "wall_s": time.perf_counter() - t0, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     print(f"done in {summary['wall_s']:.0f}s; load average during timed runs {summary['load_min']:.1f}.."

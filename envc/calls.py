@@ -6,7 +6,9 @@ Play calls a function only with what the spec passes it, so a translation bug on
 each callable on every value of its parameters' types, so each answer must equal the reference's; integer
 parameters are drawn within the range every call site passes (`envc.intervals.param_ranges`: the backends may
 compile a callable for just those values), floats at the constants its body uses, at every small multiple of them
-(a ladder of extra cases) and over several magnitudes.
+(a ladder of extra cases) and over several magnitudes. A quarter of the cases set every zone's count to an integer
+argument or one off it, that argument at the top of its range every other time: a draw of 7 cards from a deck of
+7 or 8, the edge of a guard that a call's loop meets at its last turn only.
 """
 
 from __future__ import annotations
@@ -36,6 +38,20 @@ def _literals(node: object, out: set[float]) -> set[float]:
         for k in type(node).model_fields:
             if k not in ("ty", "span"):
                 _literals(getattr(node, k), out)
+    return out
+
+
+def _loop_stops(node: object, out: set[int]) -> set[int]:
+    """Every `range` bound of the loops in `node` (a count argument meets its edge at the top of one)."""
+    if isinstance(node, tuple):
+        for x in node:
+            _loop_stops(x, out)
+    elif isinstance(node, ir.ForS):
+        out.add(node.stop)
+        _loop_stops(node.body, out)
+    elif isinstance(node, (ir.IfS, ir.Switch)):
+        for k in type(node).model_fields:
+            _loop_stops(getattr(node, k), out)
     return out
 
 
@@ -79,6 +95,26 @@ def _ladder(c: ir.CallableInfo, lits: list[float], gen: np.random.Generator) -> 
     return out
 
 
+def free_slots_zero(spec: ir.SpecIR, d: dict[str, np.ndarray]) -> None:
+    """Zero every zone slot at or past the zone's count, in place (a well-formed zone, as every backend keeps it)."""
+    for f in spec.fields:
+        if f.zone is not None and not f.name.endswith(".count"):
+            cnt = d[f.name + ".count"]
+            idx = np.arange(f.ty.shape[-1])
+            d[f.name] = np.where(idx < cnt[..., None], d[f.name], 0).astype(d[f.name].dtype)
+
+
+def _counts_at(spec: ir.SpecIR, d: Mapping[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """`d` with every zone's count `n` (within its capacity): the slots it frees are zeroed, those it opens hold 0."""
+    out = {k: np.array(v, copy=True) for k, v in d.items()}
+    for f in spec.fields:
+        if f.zone is not None and f.name.endswith(".count"):
+            cap = spec.field(f.zone).ty.shape[-1]
+            out[f.name] = np.full(f.ty.shape, min(max(n, 0), cap), out[f.name].dtype)
+    free_slots_zero(spec, out)
+    return out
+
+
 def _differs(want: np.ndarray, got: np.ndarray) -> bool:
     if np.shape(want) != np.shape(got):
         return True
@@ -93,9 +129,11 @@ def check_callables(
     call_ref: Callable[[str, Mapping[str, np.ndarray], list[Any], rng.Key], list[np.ndarray]],
     states: Callable[[int], dict[str, np.ndarray]],
     seed: int,
+    only: set[str] | None = None,
 ) -> tuple[int, list[str]]:
-    """(cases compared, failure messages) over every callable of `spec`; `states(i)` gives the i-th input state
-    and `call_ref` the reference's answer (raises SpecRuntimeError where the reference cannot run the case)."""
+    """(cases compared, failure messages) over every callable of `spec` (or those in `only`); `states(i)` gives
+    the i-th input state and `call_ref` the reference's answer (raises SpecRuntimeError where the reference cannot
+    run the case)."""
     if not spec.callables or not hasattr(env, "calls"):
         return 0, []
     ranges = param_ranges(spec)
@@ -103,8 +141,12 @@ def check_callables(
     gen = np.random.default_rng(seed + 16)
     key = rng.key_from_seed(seed + 16)
     cases, failures = 0, []
+    zoned = any(f.zone is not None for f in spec.fields)
     for c in spec.callables:
+        if only is not None and c.name not in only:
+            continue
         lits = sorted(_literals(c.body, set()))
+        ints = [at for at, (_, t) in enumerate(c.params) if t.dtype.is_int and not t.shape and t.enum is None]
         known = ranges.get(c.name, {})
         todo: list[tuple[dict[str, np.ndarray], list[Any], rng.Key]] = []
         for i in range(CASES + len(ladder := _ladder(c, lits, gen))):
@@ -113,7 +155,15 @@ def check_callables(
                 at, v = ladder[i - CASES]
                 args[at] = v
             key, k = rng.split(key)
-            todo.append((states(i), args, k))
+            state = states(i)
+            if zoned and ints and i % 4 == 3 and i < CASES:  # each integer argument in turn, at the top of its
+                at, t = ints[i // 4 % len(ints)], i // 4 // len(ints)  # range every other time; the zones'
+                r = known.get(c.params[at][0])  # counts at it, then one below, then one above
+                top = r[1] - 1 if r is not None else max(_loop_stops(c.body, set()), default=None)
+                if t % 2 == 0 and top is not None:  # unknown range: the body's largest loop bound
+                    args[at] = top
+                state = _counts_at(spec, state, int(args[at]) + (0, -1, 1)[t // 2 % 3])
+            todo.append((state, args, k))
         gots = env.calls(c.name, [t[0] for t in todo], [t[1] for t in todo], [t[2] for t in todo])
         if gots is None:
             continue  # the backend does not expose this one alone (Rust: array parameters or results)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from envc import ir, rng
-from envc.calls import check_callables
+from envc.calls import check_callables, free_slots_zero
 from envc.diagnostics import SpecRuntimeError
 from envc.interpret import ReferenceEnv
 from envc.stats import compare_samples, far, parting_rank_test, twin_horizons
@@ -155,20 +155,11 @@ def fuzz_state(spec: ir.SpecIR, base: dict[str, np.ndarray], gen: np.random.Gene
                 gen.integers(lo, hi, size=shape, endpoint=True),
             )
         d[f.name] = np.asarray(v).astype(d[f.name].dtype)
-    _free_slots_zero(spec, d)
+    free_slots_zero(spec, d)
     d["rewards"] = np.zeros(spec.players, np.float32)
     d["terminated"] = np.asarray(False)
     d["truncated"] = np.asarray(False)
     return d
-
-
-def _free_slots_zero(spec: ir.SpecIR, d: dict[str, np.ndarray]) -> None:
-    """Zero every zone slot at or past the zone's count, in place (a well-formed zone, as every backend keeps it)."""
-    for f in spec.fields:
-        if f.zone is not None and not f.name.endswith(".count"):
-            cnt = d[f.name + ".count"]
-            idx = np.arange(f.ty.shape[-1])
-            d[f.name] = np.where(idx < cnt[..., None], d[f.name], 0).astype(d[f.name].dtype)
 
 
 def _rollout(env: Any, key: rng.Key, gen: np.random.Generator, max_steps: int) -> Iterator[Any]:
@@ -477,7 +468,7 @@ class _Loose(ReferenceEnv):
                 trial = _copy(d)
                 for n, at in chunk:
                     trial[n][at] = base[n][at]
-                _free_slots_zero(spec, trial)  # a zone's count put back frees its slots
+                free_slots_zero(spec, trial)  # a zone's count put back frees its slots
                 try:
                     now = ends(trial, act, k)
                 except SpecRuntimeError:
@@ -1108,7 +1099,7 @@ def _legal_at_boundaries(
                 for v in _around(c, limited or f):
                     d = _copy(pool[j])
                     d[name][at] = v
-                    _free_slots_zero(spec, d)
+                    free_slots_zero(spec, d)
                     try:
                         want = ref.injected_of(d)
                     except SpecRuntimeError:

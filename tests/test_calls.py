@@ -31,7 +31,7 @@ def _edited(spec_file: Path, old: str, new: str) -> Any:
     return prog.env(None)
 
 
-def _alone(env: Any) -> tuple[int, list[str]]:
+def _alone(env: Any, only: set[str] | None = None) -> tuple[int, list[str]]:
     """The check on its own, on the spec's first state and fuzzed ones."""
     ref = ReferenceEnv(env.spec, strict=False)
     base = ref.state_to_dict(ref.init(rng.key_from_seed(0)))
@@ -40,7 +40,7 @@ def _alone(env: Any) -> tuple[int, list[str]]:
     def state(i: int) -> dict[str, np.ndarray]:
         return base if i % 2 == 0 else fuzz_state(env.spec, base, gen)
 
-    return check_callables(env.spec, env, ref.call, state, 0)
+    return check_callables(env.spec, env, ref.call, state, 0, only)
 
 
 def test_a_turn_of_a_wrap_no_reachable_angle_takes_is_caught() -> None:
@@ -64,6 +64,18 @@ def test_a_push_guard_only_a_full_hand_trips_is_caught_by_verify() -> None:
     alone = next(c for name, c in checks.items() if name.startswith("functions and procedures called alone"))
     assert not alone.passed and "`deal(q=" in alone.failures[0] and "field 'hand" in alone.failures[0]
     assert all(c.passed for c in checks.values() if c is not alone), [c.failures for c in checks.values()]
+
+
+def test_the_last_card_of_a_deck_at_a_draws_last_turn_is_caught() -> None:
+    """tcg's `draw_cards(pl, n)` unrolls its eight draws, each guarded by the deck's count and the pop's own empty
+    check. Make the seventh pop refuse a deck of one: only a draw of 7 or 8 from a deck of exactly 7 meets it,
+    which a count drawn over 0..60 seldom gives; the cases whose zone counts are set to an argument (8, the loop's
+    bound, and one below) do."""
+    spec_file = ROOT / "specs" / "tcg.yaml"
+    env = envc.build(envc.load(str(spec_file)), backend="jax")
+    assert _alone(env, {"draw_cards"})[1] == []
+    cases, failures = _alone(_edited(spec_file, "ok_7 = n_14 > 0", "ok_7 = n_14 > 1"), {"draw_cards"})
+    assert cases == 32 and failures and all("`draw_cards(pl=" in f and "n=8)" in f for f in failures), failures
 
 
 def test_the_reference_answers_a_full_push_and_a_function_as_documented() -> None:
