@@ -94,7 +94,8 @@ def main() -> None:
     ap.add_argument("--only", choices=["gymnax", "pgx"], default=None)
     a = ap.parse_args()
     total = a.envs * a.steps
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({jax.devices()[0].device_kind}); batch {a.envs} x {a.steps} steps, "
+    dev = jax.devices()[0]
+    print(f"jax {jax.__version__} on {dev.platform} ({dev.device_kind}); batch {a.envs} x {a.steps} steps, "
           f"median of {a.repeats}, sides timed in turns")
     if a.only in (None, "gymnax"):
         peer = gymnax_loop(*gymnax.make("CartPole-v1"), a.envs, a.steps)
