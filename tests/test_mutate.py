@@ -597,3 +597,96 @@ def test_jax_zone_guards_proven_equivalent_and_equal_on_every_well_formed_zone()
     assert outcome[("push_short", "row_1")] == (False, False)  # where n < 2 fails, n = 2 is in range
     assert outcome[("pop_marked", "row_1")] == (False, False)  # the 9 lands in slot 2 of an empty zone
     assert outcome[("remove_wide", "removed_1")] == (False, False)  # slot 3 clamps onto a full zone's slot 2
+
+
+
+VALUES_SOURCE = """
+def drop_index(i, n):
+    return jnp.where((i >= 0) & (i < n), i, n)
+
+
+def match_dir(d, a, b, c, e):
+    return jnp.where((d == jnp.int8(0)), a, jnp.where((d == jnp.int8(1)), b, jnp.where((d == jnp.int8(2)), c, e)))
+
+
+def keep(d):
+    dc_1 = match_dir(d, jnp.int32(1), jnp.int32(0), jnp.int32(-1), jnp.int32(0))
+    near_1 = ((jnp.int32(0) + dc_1) < jnp.int32(4))
+    far_1 = ((jnp.int32(3) + dc_1) < jnp.int32(4))
+    return jnp.stack([near_1, far_1])
+
+
+def merge(state):
+    n_1 = jnp.int32(0)
+    n_2 = jnp.where(state.line[0] != 0, n_1 + jnp.int32(1), n_1)
+    n_3 = jnp.where(state.line[1] != 0, n_2 + jnp.int32(1), n_2)
+    m_1 = jnp.int32(0)
+    out_1 = jnp.zeros((2,), jnp.int32)
+    out_2 = out_1.at[drop_index(m_1, 2)].set(state.line[0], mode="drop")
+    total_1 = state.line[0] + state.line[1]
+    total_2 = jnp.where(((jnp.int32(1) + jnp.int32(1)) < n_3), total_1, state.line[0])
+    total_3 = jnp.where(state.line[0] > jnp.int32(1), total_1, state.line[0])
+    return out_2, total_2, total_3
+"""
+
+
+def test_jax_interval_proofs_hold_on_every_input() -> None:
+    """Mutants the integer intervals of the generated code prove (a comparison every input decides alike, a
+    write index that is one constant either way, a `where` whose test its range decides) give the original's
+    results on every input; the look-alikes (a comparison one input tells apart, a constant that sets a shape)
+    are not proven and do differ."""
+    import ast
+    from types import SimpleNamespace
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    from envc.mutate import operators, proofs, values
+
+    tree = ast.parse(VALUES_SOURCE)
+    module = values.Module(tree, {"line": ((-(2**31), 2**31 - 1), "int32")}, {"keep": {"d": (0, 4)}})
+    lines = [SimpleNamespace(line=jnp.array([a, b], jnp.int32)) for a in range(-1, 3) for b in range(-1, 3)]
+    inputs = {"keep": [(jnp.int8(d),) for d in range(4)], "merge": [(x,) for x in lines]}
+
+    def results(t: ast.Module, fn: str) -> list[np.ndarray] | None:
+        scope: dict[str, object] = {"jnp": jnp}
+        exec(compile(t, "<values>", "exec"), scope)
+        try:
+            outs = [scope[fn](*a) for a in inputs[fn]]  # type: ignore[operator]
+        except (TypeError, ValueError, IndexError):
+            return None  # the changed shape does not fit: it differs
+        return [np.asarray(x) for o in outs for x in (o if isinstance(o, tuple) else (o,))]
+
+    lines = VALUES_SOURCE.split("\n")
+    outcome: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
+    for s in operators.sites(tree, {"line": (2,)}):
+        if s.function not in inputs:
+            continue
+        why = proofs.decided_alike(tree, s, module) or proofs.same_arms(tree, s, module)
+        a, b = results(tree, s.function), results(operators.apply(tree, s), s.function)
+        same = a is not None and b is not None and all(np.array_equal(x, y) and x.shape == y.shape
+                                                       for x, y in zip(a, b))  # fmt: skip
+        outcome.setdefault((lines[s.line - 1].split(" = ")[0].strip(), s.describe()[:16]), []).append(
+            (why is not None, same))
+    assert all(same for found in outcome.values() for proven, same in found if proven), outcome
+    assert outcome[("near_1", "< -> <=")] == [(True, True)]  # `0 + dc < 4`: dc is -1, 0 or 1
+    assert outcome[("far_1", "< -> <=")] == [(False, False)]  # `3 + dc < 4`: dc = 1 tells them apart
+    assert (True, True) in outcome[("out_2", "2 -> 3")]  # `drop_index(m_1, 2)`: m_1 is 0, an index either way
+    assert outcome[("out_1", "2 -> 3")] == [(False, False)]  # `jnp.zeros((2,))`: a shape, not a value
+    assert sorted(outcome[("total_2", "jnp.where(jnp.in")]) == [(False, False), (True, True)]  # `2 < n_3` is
+    # false (n_3 <= 2): its then-arm dropped is proven, its else-arm dropped is not (and differs)
+    assert outcome[("total_2", "< -> <=")] == [(False, False)]  # `2 <= n_3` holds where both are nonzero
+    assert outcome[("total_3", "> -> >=")] == [(False, False)]  # the state's value is not bounded
+
+
+def test_jax_interval_proofs_on_2048s_generated_code() -> None:
+    """On 2048's generated `can_move`, `0 + dc < 4`, `1 + dc < 4` and `2 + dc < 4` hold for every direction
+    (`dc` comes out of `match_dir` as -1, 0 or 1): their flips to `<=` are proven; `3 + dc < 4` is not."""
+    from envc.mutate import proofs
+    from envc.mutate.jax import JaxProgram
+
+    prog = JaxProgram(envc.load(str(ROOT / "docs" / "examples" / "game_2048.yaml")))
+    flips = [s for s in prog.sites if s.op == "compare" and s.describe() == "< -> <="
+             and prog.code(s).startswith("keep_1 = ")]  # fmt: skip
+    proven = [s for s in flips if proofs.decided_alike(prog.tree, s, prog.values)]
+    assert len(flips) == 4 and len(proven) == 3, [prog.code(s)[:60] for s in proven]

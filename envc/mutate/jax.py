@@ -9,6 +9,7 @@ inject, invariants as StableHLO text) are compared with the original's: equal te
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import types
@@ -21,7 +22,7 @@ import numpy as np
 from envc import ir, rng
 from envc.diagnostics import Span
 from envc.interpret import NP_DTYPE
-from envc.mutate import operators, proofs
+from envc.mutate import operators, proofs, values
 from envc.mutate.proofs import literal
 from envc.mutate.spans import marked_lines, strip_marks
 
@@ -98,8 +99,26 @@ class JaxProgram:
             lambda: proofs.guarded_index(tree, site, shapes),
             lambda: proofs.empty_pop(tree, site, shapes),
             lambda: proofs.remove_in_range(tree, site, shapes, self.ranges),
+            lambda: proofs.decided_alike(tree, site, self.values),
+            lambda: proofs.same_arms(tree, site, self.values),
         )
         return self._reset_writes_init(site) or next((why for f in found if (why := f())), None)
+
+    @functools.cached_property
+    def values(self) -> values.Module:
+        """The interval analysis's view of the module: field ranges (a zone's count 0..capacity, other integers
+        their dtype's), tables, constants, and the arguments' stated ranges."""
+        from envc.lower_jax.names import PyNames
+
+        py = PyNames(self.spec)
+        fields: dict[str, tuple[values.Interval | None, str]] = {}
+        for f in self.spec.fields:
+            dt = np.dtype(NP_DTYPE[f.ty.dtype]).name
+            if f.zone is not None and f.name.endswith(".count"):
+                fields[py.field(f.name)] = ((0, self.spec.field(f.zone).ty.shape[-1]), dt)
+            elif dt != "uint32" and dt in values.DTYPES:
+                fields[py.field(f.name)] = (values.DTYPES[dt], dt)
+        return values.Module(self.tree, fields, self.ranges)
 
     def _reset_writes_init(self, site: operators.Site) -> str | None:
         """A dropped reset write of a field's declared init (`velocity_1 = jnp.float32(0.0)` kept as

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from envc.mutate import oob, operators
+from envc.mutate import oob, operators, values
 
 Range = tuple[int, int]  # lo <= v < hi
 
@@ -124,6 +124,66 @@ def equality_excluded(tree: ast.Module, site: operators.Site) -> str | None:
                 return (f"proven: `{ast.unparse(cmp)}` and its flip differ only where its sides are equal, and "
                         f"there `{ast.unparse(p.args[0])[:60]}` takes the other arm")  # fmt: skip
         up = p
+    return None
+
+
+def decided_alike(tree: ast.Module, site: operators.Site, module: values.Module) -> str | None:
+    """The changed expression, or one around it in its statement, takes one and the same value in the original
+    and in the mutant on every input (integer intervals: `envc.mutate.values`): `(0 + dc) < 4` -> `<= 4` where
+    `dc` is -1, 0 or 1; `drop_index(m, 4)` -> `drop_index(m, 5)` where `m` is 0."""
+    if site.op not in ("compare", "arith", "constant", "and_or"):
+        return None
+    node = list(ast.walk(tree))[site.index]
+    fn = _innermost(tree, node)
+    if fn is None or not isinstance(node, ast.expr):
+        return None
+    changed = list(ast.walk(operators.apply(tree, site)))[site.index]
+    assert isinstance(changed, ast.expr)
+    v = values.Values(module, fn, {k: (lo, hi - 1) for k, (lo, hi) in module.ranges.get(fn.name, {}).items()})
+    parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    up: ast.AST = node
+    while isinstance(up, ast.expr):
+        if site.op == "constant" and up is not node and not _elementwise(up):
+            return None  # a constant in a shape, a slice or a call's other roles: intervals see values only
+        before, after = v.interval(up), v.interval(up, {id(node): changed})
+        if before is not None and before == after and before[0] == before[1]:
+            return (f"proven: `{ast.unparse(up)[:60]}` is {before[0]} in the original and in the mutant on every "
+                    "input (integer intervals of the generated code)")
+        up = parents.get(id(up), fn)
+    return None
+
+
+_ELEMENTWISE = {"where", "logical_and", "logical_or", "logical_not", "minimum", "maximum", "clip", "clamp_index",
+                "drop_index", "floor_div", "floor_mod", "int8", "int16", "int32", "uint32", "bool_"}
+
+
+def _elementwise(node: ast.AST) -> bool:
+    """Does `node` compute its value element by element from its operands, its shape not set by a constant?"""
+    if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
+        return True
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = operators.call_name(node) or (f.id if isinstance(f, ast.Name) else None)
+        return name in _ELEMENTWISE and not node.keywords
+    return False
+
+
+def same_arms(tree: ast.Module, site: operators.Site, module: values.Module) -> str | None:
+    """A dropped or swapped arm of `where(c, a, b)` whose arms hold the same value on every input (copies and
+    `where`s that agree, tests the intervals decide: `where(4 < n, x, y)` with `n` in 0..4 is `y`)."""
+    if not (site.op == "where_swap" or site.op == "branch_drop"):
+        return None
+    node = list(ast.walk(tree))[site.index]
+    fn = _innermost(tree, node)
+    if fn is None or not (isinstance(node, ast.Call) and operators.call_name(node) == "where" and len(node.args) == 3):
+        return None
+    v = values.Values(module, fn, {k: (lo, hi - 1) for k, (lo, hi) in module.ranges.get(fn.name, {}).items()})
+    c = v.interval(node.args[0])
+    kept_else = site.op == "branch_drop" and "then-arm" in site.after
+    if site.op == "branch_drop" and c == ((0, 0) if kept_else else (1, 1)):
+        return f"proven: the test of `{ast.unparse(node)[:60]}` always takes the kept arm (integer intervals)"
+    if v.same(node.args[1], node.args[2]):
+        return f"proven: both arms of `{ast.unparse(node)[:60]}` hold the same value on every input"
     return None
 
 
