@@ -7,8 +7,9 @@ each callable on every value of its parameters' types, so each answer must equal
 parameters are drawn within the range every call site passes (`envc.intervals.param_ranges`: the backends may
 compile a callable for just those values), floats at the constants its body uses, at every small multiple of them
 (a ladder of extra cases) and over several magnitudes. A quarter of the cases set every zone's count to an integer
-argument or one off it, that argument at the top of its range every other time: a draw of 7 cards from a deck of
-7 or 8, the edge of a guard that a call's loop meets at its last turn only.
+argument or one off it, that argument at the top of its range every other time (the other arguments drawn again
+until the reference can run the case): a draw of 8 cards from a deck of 8 or 7, the edge of a guard that a
+call's loop meets at its last turn only.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from envc.intervals import Interval, param_ranges
 from envc.stats import far
 
 CASES = 32  # cases per callable (half reached states, half fuzzed)
+RETRIES = 8  # draws of the other arguments for a case whose zone counts sit at one argument
 
 
 def _literals(node: object, out: set[float]) -> set[float]:
@@ -149,8 +151,11 @@ def check_callables(
         ints = [at for at, (_, t) in enumerate(c.params) if t.dtype.is_int and not t.shape and t.enum is None]
         known = ranges.get(c.name, {})
         todo: list[tuple[dict[str, np.ndarray], list[Any], rng.Key]] = []
+        def draw() -> list[Any]:
+            return [_draw(t, known.get(n), members.get(t.enum) if t.enum else None, lits, gen) for n, t in c.params]
+
         for i in range(CASES + len(ladder := _ladder(c, lits, gen))):
-            args = [_draw(t, known.get(n), members.get(t.enum) if t.enum else None, lits, gen) for n, t in c.params]
+            args = draw()
             if i >= CASES:  # one float parameter on a rung of the ladder, the others drawn
                 at, v = ladder[i - CASES]
                 args[at] = v
@@ -163,6 +168,12 @@ def check_callables(
                 if t % 2 == 0 and top is not None:  # unknown range: the body's largest loop bound
                     args[at] = top
                 state = _counts_at(spec, state, int(args[at]) + (0, -1, 1)[t // 2 % 3])
+                for _ in range(RETRIES):  # the other arguments drawn again until the reference runs the case
+                    try:
+                        call_ref(c.name, state, args, k)
+                        break
+                    except SpecRuntimeError:  # e.g. a player index out of range: no case at all
+                        args = [a if j == at else b for j, (a, b) in enumerate(zip(args, draw()))]
             todo.append((state, args, k))
         gots = env.calls(c.name, [t[0] for t in todo], [t[1] for t in todo], [t[2] for t in todo])
         if gots is None:
