@@ -116,6 +116,8 @@ class Values:
             for k, v in args.items()}  # fmt: skip
         defs: dict[str, list[ast.expr | None]] = {}  # None: bound otherwise (unpacked, a loop's or a lambda's)
         for n in ast.walk(fn):
+            if n is fn.args:
+                continue  # the function's own parameters: bound once
             if isinstance(n, (ast.Assign, ast.For, ast.comprehension, ast.arguments, ast.AugAssign, ast.AnnAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target] if hasattr(n, "target") else [
                     ast.Name(a.arg) for a in n.args + n.kwonlyargs] if isinstance(n, ast.arguments) else []
@@ -125,6 +127,7 @@ class Values:
                             single = isinstance(n, ast.Assign) and t is name
                             defs.setdefault(name.id, []).append(n.value if single else None)  # type: ignore[union-attr]
         self.defs = {k: v[0] for k, v in defs.items() if len(v) == 1 and v[0] is not None and k not in args}
+        self._rebound = {k for k in defs if k not in self.defs}  # a name that may hold different values
         self._memo: dict[str, Interval | None] = {}
         self._dts: dict[str, str | None] = {}
         self._budget = _DEPTH
@@ -160,6 +163,8 @@ class Values:
             a, b = self._canon(e.args[1]), self._canon(e.args[2])
             if a == b:
                 return a
+        if any(isinstance(n, ast.Name) and n.id in self._rebound for n in ast.walk(e)):
+            return f"<{id(e)}>"  # the same text may mean different values at different places
         return ast.unparse(e)
 
     def _dt(self, e: ast.expr) -> str | None:
@@ -173,6 +178,8 @@ class Values:
         if isinstance(e, ast.Name):
             if e.id in self.arg_dtypes:
                 return self.arg_dtypes[e.id]
+            if e.id in self._rebound:
+                return None
             if e.id in self.module.consts and e.id not in self.defs:
                 return WEAK
             value = self.defs.get(e.id)
@@ -273,6 +280,8 @@ class Values:
     def _name(self, name: str) -> Interval | None:
         if name in self.args:
             return self.args[name]
+        if name in self._rebound:
+            return None
         if name in self.module.consts and name not in self.defs:
             return self.module.consts[name]
         if name not in self._memo:
