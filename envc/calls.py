@@ -7,9 +7,9 @@ each callable on every value of its parameters' types, so each answer must equal
 parameters are drawn within the range every call site passes (`envc.intervals.param_ranges`: the backends may
 compile a callable for just those values), floats at the constants its body uses, at every small multiple of them
 (a ladder of extra cases) and over several magnitudes. A quarter of the cases set every zone's count to an integer
-argument or one off it, that argument at the top of its range every other time (the other arguments drawn again
-until the reference can run the case): a draw of 8 cards from a deck of 8 or 7, the edge of a guard that a
-call's loop meets at its last turn only.
+argument or one off it, that argument at the top of its range every other time (the other arguments within the
+storage axis they index, and drawn again until the reference can run the case): a draw of 8 cards from a deck
+of 8 or 7, the edge of a guard that a call's loop meets at its last turn only.
 """
 
 from __future__ import annotations
@@ -54,6 +54,24 @@ def _loop_stops(node: object, out: set[int]) -> set[int]:
     elif isinstance(node, (ir.IfS, ir.Switch)):
         for k in type(node).model_fields:
             _loop_stops(getattr(node, k), out)
+    return out
+
+
+def _index_dims(spec: ir.SpecIR, params: set[str], node: object, out: dict[str, int]) -> dict[str, int]:
+    """For each of `params` used directly as an index of state storage, the smallest axis it indexes (the range
+    in which its writes land: a player index's 0..num_players)."""
+    if isinstance(node, tuple):
+        for x in node:
+            _index_dims(spec, params, x, out)
+    elif isinstance(node, (ir._Expr, ir._Stmt, ir.ZoneRef, ir.Target)):
+        if isinstance(node, (ir.Read, ir.Target, ir.ZoneRef)) and getattr(node, "space", "state") == "state":
+            shape = spec.field(node.name).ty.shape
+            for axis, e in enumerate(node.index[: len(shape)]):
+                if isinstance(e, ir.Local) and e.name in params:
+                    out[e.name] = min(out.get(e.name, shape[axis]), shape[axis])
+        for k in type(node).model_fields:
+            if k not in ("ty", "span"):
+                _index_dims(spec, params, getattr(node, k), out)
     return out
 
 
@@ -154,6 +172,8 @@ def check_callables(
         def draw() -> list[Any]:
             return [_draw(t, known.get(n), members.get(t.enum) if t.enum else None, lits, gen) for n, t in c.params]
 
+        dims = _index_dims(spec, {n for n, _ in c.params}, c.body, {})
+
         for i in range(CASES + len(ladder := _ladder(c, lits, gen))):
             args = draw()
             if i >= CASES:  # one float parameter on a rung of the ladder, the others drawn
@@ -168,6 +188,9 @@ def check_callables(
                 if t % 2 == 0 and top is not None:  # unknown range: the body's largest loop bound
                     args[at] = top
                 state = _counts_at(spec, state, int(args[at]) + (0, -1, 1)[t // 2 % 3])
+                for j, (name, _) in enumerate(c.params):  # the others within the storage they index: a write
+                    if j != at and j in ints and name in dims:  # to another player's zone would be dropped
+                        args[j] = int(gen.integers(0, dims[name]))
                 for _ in range(RETRIES):  # the other arguments drawn again until the reference runs the case
                     try:
                         call_ref(c.name, state, args, k)
