@@ -188,9 +188,9 @@ def check_callables(
                 if t % 2 == 0 and top is not None:  # unknown range: the body's largest loop bound
                     args[at] = top
                 state = _counts_at(spec, state, int(args[at]) + (0, -1, 1)[t // 2 % 3])
-                for j, (name, _) in enumerate(c.params):  # the others within the storage they index: a write
-                    if j != at and j in ints and name in dims:  # to another player's zone would be dropped
-                        args[j] = int(gen.integers(0, dims[name]))
+                for j, (name, _) in enumerate(c.params):  # the others, where no range is stated, within the
+                    if j != at and j in ints and name in dims and name not in known:  # storage they index: a
+                        args[j] = int(gen.integers(0, dims[name]))  # write to another player's zone is dropped
                 for _ in range(RETRIES):  # the other arguments drawn again until the reference runs the case
                     try:
                         call_ref(c.name, state, args, k)
