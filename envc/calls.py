@@ -168,11 +168,12 @@ def check_callables(
         lits = sorted(_literals(c.body, set()))
         ints = [at for at, (_, t) in enumerate(c.params) if t.dtype.is_int and not t.shape and t.enum is None]
         known = ranges.get(c.name, {})
+        dims = _index_dims(spec, {n for n, _ in c.params}, c.body, {})
+        stop = max(_loop_stops(c.body, set()), default=None)
         todo: list[tuple[dict[str, np.ndarray], list[Any], rng.Key]] = []
+
         def draw() -> list[Any]:
             return [_draw(t, known.get(n), members.get(t.enum) if t.enum else None, lits, gen) for n, t in c.params]
-
-        dims = _index_dims(spec, {n for n, _ in c.params}, c.body, {})
 
         for i in range(CASES + len(ladder := _ladder(c, lits, gen))):
             args = draw()
@@ -184,7 +185,7 @@ def check_callables(
             if zoned and ints and i % 4 == 3 and i < CASES:  # each integer argument in turn, at the top of its
                 at, t = ints[i // 4 % len(ints)], i // 4 // len(ints)  # range every other time; the zones'
                 r = known.get(c.params[at][0])  # counts at it, then one below, then one above
-                top = r[1] - 1 if r is not None else max(_loop_stops(c.body, set()), default=None)
+                top = r[1] - 1 if r is not None else stop
                 if t % 2 == 0 and top is not None:  # unknown range: the body's largest loop bound
                     args[at] = top
                 state = _counts_at(spec, state, int(args[at]) + (0, -1, 1)[t // 2 % 3])

@@ -139,7 +139,7 @@ def decided_alike(tree: ast.Module, site: operators.Site, module: values.Module)
         return None
     changed = list(ast.walk(operators.apply(tree, site)))[site.index]
     assert isinstance(changed, ast.expr)
-    v = values.Values(module, fn, {k: (lo, hi - 1) for k, (lo, hi) in module.ranges.get(fn.name, {}).items()})
+    v = module.values(fn)
     parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
     up: ast.AST = node
     while isinstance(up, ast.expr):
@@ -177,7 +177,7 @@ def same_arms(tree: ast.Module, site: operators.Site, module: values.Module) -> 
     fn = _innermost(tree, node)
     if fn is None or not (isinstance(node, ast.Call) and operators.call_name(node) == "where" and len(node.args) == 3):
         return None
-    v = values.Values(module, fn, {k: (lo, hi - 1) for k, (lo, hi) in module.ranges.get(fn.name, {}).items()})
+    v = module.values(fn)
     c = v.interval(node.args[0])
     kept_else = site.op == "branch_drop" and "then-arm" in site.after
     if site.op == "branch_drop" and c == ((0, 0) if kept_else else (1, 1)):

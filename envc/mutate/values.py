@@ -92,13 +92,9 @@ class Module:
                     self.tables[s.targets[0].id] = (min(flat), max(flat))
                     self.table_dtypes[s.targets[0].id] = dts[0]
 
-    def function(self, name: str, bound: dict[str, Interval] | None = None) -> Values | None:
-        """The analysis of module function `name`, its arguments in `bound` (default: the stated ranges)."""
-        fn = self.functions.get(name)
-        if fn is None:
-            return None
-        known = {k: (lo, hi - 1) for k, (lo, hi) in self.ranges.get(name, {}).items()}
-        return Values(self, fn, known if bound is None else bound)
+    def values(self, fn: ast.FunctionDef) -> Values:
+        """The analysis of generated function `fn`, its arguments in the ranges `JaxProgram.ranges` states."""
+        return Values(self, fn, {k: (lo, hi - 1) for k, (lo, hi) in self.ranges.get(fn.name, {}).items()})
 
 
 class Values:
@@ -146,9 +142,13 @@ class Values:
         self._budget = _DEPTH
         return self._canon(a) == self._canon(b)
 
-    def _canon(self, e: ast.expr) -> str:
+    def _read(self, e: ast.expr) -> ast.expr | None:
+        """`e` as the question reads it (a swapped node in its place); None once its budget is spent."""
         self._budget -= 1
-        if self._budget < 0:
+        return None if self._budget < 0 else self.swap.get(id(e), e)
+
+    def _canon(self, e: ast.expr) -> str:
+        if self._read(e) is None:
             return ast.dump(e)
         if isinstance(e, ast.Name) and e.id in self.defs:
             inner = self.defs[e.id]
@@ -169,10 +169,9 @@ class Values:
 
     def _dt(self, e: ast.expr) -> str | None:
         """The integer dtype of `e` ("int8", ...; WEAK for a Python literal; None: unknown or not an integer)."""
-        e = self.swap.get(id(e), e)
-        self._budget -= 1
-        if self._budget < 0:
+        if (read := self._read(e)) is None:
             return None
+        e = read
         if isinstance(e, ast.Constant):
             return WEAK if isinstance(e.value, (bool, int)) else None
         if isinstance(e, ast.Name):
@@ -238,10 +237,9 @@ class Values:
         return Values(self.module, fn, bound, self.depth + 1, {p: self._dt(a) for p, a in zip(params, args)})
 
     def _iv(self, e: ast.expr) -> Interval | None:
-        e = self.swap.get(id(e), e)
-        self._budget -= 1
-        if self._budget < 0:
+        if (read := self._read(e)) is None:
             return None
+        e = read
         if isinstance(e, ast.Constant):
             v = e.value
             return (int(v), int(v)) if isinstance(v, (bool, int)) else None
