@@ -85,7 +85,8 @@ def main() -> int:
             f"| {spec.name} | {rep.sites} | {len(rep.outcomes)} | {k} / {rep.scored} | "
             f"{percent(k, rep.scored)} | "
             + " / ".join(f"{split[lv]} ({percent(split[lv], k)})" for lv in ("L1", "L2", "L3"))
-            + f" | {rep.count('survived')} | {rep.proven} / {rep.reachable} / {rep.tolerance} / {rep.unreached} | "
+            + f" | {rep.count('survived')} | {rep.proven} / {rep.reachable} / {rep.bounded} / {rep.tolerance} / "
+            f"{rep.unreached} | "
             f"{rep.count('stillborn')} | {rep.count('not run')} | {rep.seconds:.0f} |"
         )
         print(rows[-1], file=sys.stderr, flush=True)
@@ -94,7 +95,8 @@ def main() -> int:
     print(f"Backend {args.backend}, {args.mutants} mutants per spec, seed {args.seed}; host: {cpu()}\n")
     print(
         "| spec | sites | mutants | killed / non-equivalent | kill rate | L1 / L2 / L3 (share of killed) | survived | "
-        "equivalent: proven / reachable space / float tolerance / unreached | stillborn | not run | seconds |"
+        "equivalent: proven / reachable space / declared bounds / float tolerance / unreached | stillborn | not run | "
+        "seconds |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))

@@ -22,7 +22,7 @@ import numpy as np
 from envc import ir, rng
 from envc.diagnostics import Span
 from envc.interpret import NP_DTYPE
-from envc.mutate import operators, proofs, values
+from envc.mutate import operators, proofs, smt, values
 from envc.mutate.proofs import literal
 from envc.mutate.spans import marked_lines, strip_marks
 
@@ -142,6 +142,106 @@ class JaxProgram:
         if np.asarray(value).astype(dtype).tobytes() != np.asarray(f.init[0]).astype(dtype).tobytes():
             return None
         return f"proven: the reset writes {value!r}, the declared init, to `{f.name}`, which its input state holds"
+
+    def proven_equal(self, site: operators.Site, env: Any) -> str | None:
+        """Why the mutant's function computes the original's outputs, proven by z3 on both traces (None: not
+        proven, or the function is not one traced alone). First for every input the program can give it (its
+        integer arguments within the range every call passes); then, failing that, for every state within the
+        spec's declared bounds (`low`/`high`, a zone's count within its capacity, an enum within its members),
+        a weaker claim the reason names."""
+        try:
+            import z3  # noqa: F401
+        except ImportError:
+            return None
+        try:
+            traced = self._traces(site, env)
+        except Exception:  # a mutant whose function does not trace alone
+            return None
+        if traced is None:
+            return None
+        a, b, facts, declared = traced
+        why = smt.equal(a, b, facts)
+        if why is not None:
+            return f"proven equal by z3: `{site.function}` ({why})"
+        why = smt.equal(a, b, lambda xs: facts(xs) + declared(xs))
+        if why is not None:
+            return f"{smt.BOUNDED}: z3 proves `{site.function}` gives the original's outputs on every state within them"
+        return None
+
+    def _traces(self, site: operators.Site, env: Any) -> tuple[Any, Any, smt.Assume, smt.Assume] | None:
+        """The jaxprs of the site's function in the original and in the mutant, with the facts on their inputs:
+        the arguments' stated ranges, and the fields' declared bounds."""
+        import inspect
+
+        import jax
+
+        from envc.lower_jax.names import PyNames
+
+        base = self.env(None)
+        key = base._key(rng.key_from_seed(0))
+        state = jax.eval_shape(base.env.init, key, base.params)
+        py = PyNames(self.spec)
+        name = site.function
+        if name == "reset" and self._reset_only_in_init():
+            name = "Env.init"  # reset's input is the state init builds: the whole of init is what differs
+        if name == "Env.init":
+            a = jax.make_jaxpr(base.env.init)(key, base.params)
+            b = jax.make_jaxpr(env.env.init)(key, base.params)
+            return a, b, lambda xs: [], lambda xs: []
+        kinds: dict[str, list[ir.Ty]] = {py.glob("call", c.name): [t for _, t in c.params] for c in self.spec.callables}
+        for act in self.spec.actions:
+            kinds[py.glob("effect", act.name)] = kinds[py.glob("legal", act.name)] = [p.ty for p in act.params]
+        if name not in kinds or not hasattr(base.module, name):
+            return None
+        fa, fb = getattr(base.module, name), getattr(env.module, name)
+        names = list(inspect.signature(fa).parameters)
+        lead = {"state": state, "key": key, "params": base.params}
+        head = [lead[n] for n in names[: len(names) - len(kinds[name])] if n in lead]
+        if len(head) != len(names) - len(kinds[name]):
+            return None
+        args = [jax.ShapeDtypeStruct(tuple(t.shape), NP_DTYPE[t.dtype]) for t in kinds[name]]  # type: ignore[no-untyped-call]
+        a = jax.make_jaxpr(fa)(*head, *args)
+        b = jax.make_jaxpr(fb)(*head, *args)
+        offset = sum(len(jax.tree.leaves(h)) for h in head)
+        stated = [self.ranges.get(name, {}).get(n) for n in names[len(head):]]
+        bounds = self._bounds(state) if "state" in names else []
+
+        def facts(xs: list[smt.Arr]) -> list[Any]:
+            return [f for r, x in zip(stated, xs[offset:]) if r is not None for f in smt.within(x, r[0], r[1] - 1)]
+
+        def declared(xs: list[smt.Arr]) -> list[Any]:
+            return [f for at, lo, hi in bounds for f in smt.within(xs[at], lo, hi)]
+
+        return a, b, facts, declared
+
+    def _reset_only_in_init(self) -> bool:
+        """`reset` is called once, from `Env.init`."""
+        calls = [(f, n) for f, node in operators.functions(self.tree) for n in ast.walk(node)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "reset"]  # fmt: skip
+        return [f for f, _ in calls] == ["Env.init"]
+
+    def _bounds(self, state: Any) -> list[tuple[int, int, int]]:
+        """(leaf index in the state, low, high) of each integer field with declared bounds, each zone count
+        (0..capacity) and each enum field (its members)."""
+        import jax
+
+        from envc.lower_jax.names import PyNames
+
+        py = PyNames(self.spec)
+        by_name = {py.field(f.name): f for f in self.spec.fields}
+        members = {e.name: len(e.members) for e in self.spec.enums}
+        out = []
+        for at, (path, _) in enumerate(jax.tree_util.tree_flatten_with_path(state)[0]):
+            f = by_name.get(getattr(path[-1], "name", "")) if path else None
+            if f is None or not f.ty.dtype.is_int:
+                continue
+            if f.zone is not None and f.name.endswith(".count"):
+                out.append((at, 0, self.spec.field(f.zone).ty.shape[-1]))
+            elif f.ty.enum is not None:
+                out.append((at, 0, members[f.ty.enum] - 1))
+            elif f.low is not None and f.high is not None:
+                out.append((at, int(np.ceil(f.low)), int(np.floor(f.high))))
+        return out
 
     def module(self, site: operators.Site | None) -> Any:
         """The module of the original (None) or of one mutant, freshly executed."""

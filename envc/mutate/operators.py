@@ -66,7 +66,7 @@ def _skip(node: ast.AST) -> bool:
     return isinstance(node, (ast.Import, ast.ImportFrom))
 
 
-def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
+def functions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
     """(qualified name, node) of every top-level statement, functions and class members by name."""
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -125,7 +125,7 @@ def sites(tree: ast.Module, shapes: dict[str, tuple[int, ...]]) -> list[Site]:
                  replacement, same)
         )  # fmt: skip
 
-    for fn, top in _functions(tree):
+    for fn, top in functions(tree):
         bound = _bound_before(top)
         for node in ast.walk(top):
             if id(node) in types:

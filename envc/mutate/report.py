@@ -45,8 +45,8 @@ def breakdown(report: Report) -> list[str]:
     paper = " / ".join(str(PAPER_SPLIT[lv]) for lv in LEVELS)
     return [
         f"first caught at L1 / L2 / L3: {shares} of the killed (the paper's battle env: {paper}%)",
-        f"equivalent: {report.proven} proven, {report.reachable} on the reachable space, {report.tolerance} within "
-        f"the float tolerance, {report.unreached} unreached",
+        f"equivalent: {report.proven} proven, {report.reachable} on the reachable space, {report.bounded} within "
+        f"the declared bounds, {report.tolerance} within the float tolerance, {report.unreached} unreached",
     ]
 
 
@@ -84,6 +84,7 @@ def show(report: Report, console: Console, killed: bool = False) -> None:
         console.print(Text(f"reachable state space: {report.space}"))
     console.print(
         f"reference coverage: {report.coverage[0]} of {report.coverage[1]} spec spans with generated code ran; "
-        f"strict kill rate (unreached, reachable-space and float-tolerance equivalents counted as survivors): "
+        f"strict kill rate (unreached, reachable-space, declared-bounds and float-tolerance equivalents counted as "
+        f"survivors): "
         f"{100 * report.strict_kill_rate():.1f}%"
     )

@@ -14,6 +14,7 @@ from envc import ir
 from envc.diagnostics import Span
 from envc.interpret import ReferenceEnv
 from envc.mutate import reachable
+from envc.mutate.smt import BOUNDED
 from envc.mutate.spans import reference_coverage
 from envc.mutate.tolerance import TOLERANCE, within_tolerance
 from envc.verify import Check, verify
@@ -107,14 +108,19 @@ class Report:
         return sum(o.status == "equivalent" and (o.reason or "").startswith(REACHABLE) for o in self.outcomes)
 
     @property
+    def bounded(self) -> int:
+        """Equivalent on every state within the declared bounds (proven by z3), not on every state."""
+        return sum(o.status == "equivalent" and (o.reason or "").startswith(BOUNDED) for o in self.outcomes)
+
+    @property
     def tolerance(self) -> int:
         """Equivalent within the float tolerance: a comparison flip where a conforming backend may differ too."""
         return sum(o.status == "equivalent" and (o.reason or "").startswith(TOLERANCE) for o in self.outcomes)
 
     @property
     def proven(self) -> int:
-        """Equivalent by an identical program (or a clamped index): proven, not tested."""
-        return self.count("equivalent") - self.unreached - self.reachable - self.tolerance
+        """Equivalent by an identical program, a clamped index or a z3 proof for every input: proven, not tested."""
+        return self.count("equivalent") - self.unreached - self.reachable - self.tolerance - self.bounded
 
     def kill_rate(self) -> float:
         """Killed / non-equivalent run mutants."""
@@ -122,8 +128,9 @@ class Report:
 
     def strict_kill_rate(self) -> float:
         """Killed / run mutants that are not identical programs (unreached survivors, and survivors equivalent
-        only on the reachable state space or within the float tolerance, count as survivors)."""
-        n = self.scored + self.unreached + self.reachable + self.tolerance
+        only on the reachable state space, within the declared bounds or within the float tolerance, count as
+        survivors)."""
+        n = self.scored + self.unreached + self.reachable + self.tolerance + self.bounded
         return self.count("killed") / n if n else 1.0
 
     def by_level(self) -> dict[str, int]:
@@ -144,6 +151,7 @@ class Report:
             "equivalent_unreached": self.unreached,
             "equivalent_reachable": self.reachable,
             "equivalent_tolerance": self.tolerance,
+            "equivalent_bounded": self.bounded,
             "equivalent_proven": self.proven,
             "reachable_space": self.space,
             "stillborn": self.count("stillborn"),
@@ -376,6 +384,15 @@ def _judge(
         return
     if got is None:
         o.status = "survived"
+        prove = getattr(program, "proven_equal", None)  # JAX: the two traces of the function, z3
+        if prove is not None:
+            try:
+                with _deadline(per_mutant):
+                    why = prove(site, env)
+            except _Timeout:
+                why = None
+            if why is not None:
+                o.status, o.reason = "equivalent", why
         return
     o.status, o.level, o.check = "killed", got[0], got[1].name
     o.detail = got[1].failures[0][:300]
