@@ -419,7 +419,7 @@ def _word_enum(tpl: Templates, taken_types: set[str]) -> Enum | None:
     if not labels:
         return None
     taken = {"none"}
-    mapping = {w: ident(w.strip("{}"), taken, "word") for w in dict.fromkeys(labels)}
+    mapping = {w: ident(w.strip("{}"), taken, "word") for w in sorted(set(labels))}  # the same draft every run
     name = _type_name("EffectWord", taken_types)
     return Enum(name, ["none", *mapping.values()], "words that effect templates take as arguments", mapping)
 

@@ -10,6 +10,7 @@ import dataclasses
 import itertools
 import re
 import warnings
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote, urldefrag, urljoin, urlsplit
@@ -346,6 +347,9 @@ def extract(page: Page, soup: BeautifulSoup, icons: Icons = Icons()) -> PageCont
         elif name == "br":
             flush_loose()
     flush_section()
+    running = _drop_running(out.sections)
+    if running:
+        out.notes.append(f"{page.url}: a running header or footer dropped from the text ({running} times)")
     out.sections = _drop_empty(_dedupe(out.sections))
     if cut:
         out.notes.append(
@@ -375,6 +379,33 @@ def _is_aside(heading: Tag) -> bool:
 
 def _cut_title(text: str) -> str:
     return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 3].rstrip() + "..."
+
+
+RUNNING = 5  # a short line seen this many times (or more) on one page is a running header or footer
+
+
+def running_key(line: str) -> str | None:
+    """The line with its numbers blanked ("Page 12 of 40" and "Page 13 of 40" are one footer), if it could be a
+    running header or footer: short but of three words or more (a table cell's "Tie" is not), not ending like a
+    sentence."""
+    t = line.strip()
+    if not 0 < len(t) <= 80 or len(t.split()) < 3 or t.endswith((".", "!", "?", ":")):
+        return None
+    return re.sub(r"\d+", "#", t)
+
+
+def _drop_running(sections: list[Section]) -> int:
+    """Drop paragraphs that repeat on the page (a PDF transcription's page header); how many were dropped."""
+    seen = Counter(k for s in sections for p in s.text.split("\n\n") if (k := running_key(p)) is not None)
+    running = {k for k, n in seen.items() if n >= RUNNING}
+    dropped = 0
+    for s in sections:
+        parts = s.text.split("\n\n")
+        kept = [p for p in parts if running_key(p) not in running]
+        if len(kept) != len(parts):
+            dropped += len(parts) - len(kept)
+            s.text = "\n\n".join(kept)
+    return dropped
 
 
 def _dedupe(sections: list[Section]) -> list[Section]:

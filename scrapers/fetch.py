@@ -147,6 +147,8 @@ class Fetcher:
                     mime = "text/html"
                 else:
                     raise ScrapeError(f"{current}: expected an HTML page, got content type 'none'")
+            if mime == "text/plain":
+                return text_page(current, body, _charset(ctype))
             return Page(current, body, _charset(ctype), content_type=mime)
         raise ScrapeError(f"{url}: more than {self.max_redirects} redirects ({' -> '.join(seen)})")
 
@@ -160,7 +162,8 @@ class Fetcher:
                 url,
                 headers={
                     "User-Agent": self.user_agent,
-                    "Accept": "text/html,application/xhtml+xml;q=0.9,application/json;q=0.8,*/*;q=0.1"
+                    "Accept": "text/html,application/xhtml+xml;q=0.9,application/json;q=0.8,text/plain;q=0.5,"
+                    "*/*;q=0.1"
                     if html
                     else "text/plain,*/*;q=0.1",
                     "Accept-Encoding": "gzip, deflate",
@@ -183,7 +186,7 @@ class Fetcher:
             if resp.status != 200:
                 return resp.status, headers, b""
             mime = _mime(headers.get("content-type", ""))
-            if html and mime and mime not in HTML_TYPES and not is_json_type(mime):
+            if html and mime and mime not in HTML_TYPES and mime != "text/plain" and not is_json_type(mime):
                 raise ScrapeError(f"{url}: expected an HTML page, got content type '{mime}'")
             size = headers.get("content-length", "")
             if size.isdigit() and int(size) > limit:
@@ -265,8 +268,20 @@ def read_saved(path: str, max_bytes: int = 5 * 1024 * 1024, url: str | None = No
     if p.suffix.lower() == ".json" or (_looks_like_json(body) and not _looks_like_html(body)):
         return Page(url or p.resolve().as_uri(), body, content_type="application/json")
     if not _looks_like_html(body):
-        raise ScrapeError(f"{path}: does not look like an HTML page (or a .json card file)")
+        from .text import looks_like_text
+
+        if p.suffix.lower() in (".txt", ".text", "") and looks_like_text(body):
+            return text_page(url or p.resolve().as_uri(), body, None)
+        raise ScrapeError(f"{path}: does not look like an HTML page, a .txt rulebook or a .json card file")
     return Page(url or p.resolve().as_uri(), body)
+
+
+def text_page(url: str, body: bytes, charset: str | None) -> Page:
+    """A plain-text page as HTML: its title lines as headings, the rest as paragraphs (`scrapers.text`)."""
+    from .text import decode, to_html  # the extraction's heading rules; it imports this module
+
+    note = f"{url}: plain text, read as headings (by their numbering) and paragraphs"
+    return Page(url, to_html(decode(body, charset)), "utf-8", notes=(note,))
 
 
 class _Deadline:

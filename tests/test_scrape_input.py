@@ -353,6 +353,8 @@ class CardSite(BaseHTTPRequestHandler):
             self._send(json.dumps(doc).encode(), "application/json; charset=utf-8")
         elif self.path == "/api/cards?page=2":
             self._send(json.dumps({"data": CARDS[2:], "has_more": False}).encode(), "application/vnd.api+json")
+        elif self.path == "/rules.txt":
+            self._send(RULES_TXT.encode(), "text/plain; charset=utf-8")
         elif self.path == "/cards.bin":
             self._send(json.dumps(CARDS).encode(), "application/octet-stream")
         else:
@@ -382,6 +384,70 @@ def test_json_url_is_read_as_card_data_and_paged(card_site: tuple[str, list[str]
     rows = doc["tables"]["cards"]["rows"]
     assert [r["name"] for r in rows] == ["(no card)", "Pineco", "Forretress", "Grass Energy"]  # both pages
     assert {"retreat", "declare_attackers_step", "untap_step"} <= {t["name"] for t in doc["todo"]}
+
+
+RULES_TXT = """Duel Rules
+
+Page 1 of 3 - Duel Rules (c) 2026
+
+1. Setup
+
+Each player shuffles a deck of 20 cards and
+draws 5 cards. The first player is chosen by a
+coin flip.
+
+2. Turn Actions
+
+2.1 Draw Card
+
+The player to move draws one card.
+
+2.2 Play a Creature
+
+Put a creature from your hand onto the
+bench. You may play any number per turn.
+Example: playing two creatures in one turn.
+
+Page 2 of 3 - Duel Rules (c) 2026
+
+2.3 Attack
+
+Your active creature deals its damage to the
+defending creature.
+
+Page 3 of 3 - Duel Rules (c) 2026
+Page 1 of 3 - Duel Rules (c) 2026
+Page 2 of 3 - Duel Rules (c) 2026
+Page 3 of 3 - Duel Rules (c) 2026
+"""
+
+
+def test_plain_text_rules_read_as_numbered_headings_and_paragraphs() -> None:
+    from envc.scrapers.text import to_html
+
+    page = Page("file:///rules.txt", to_html(RULES_TXT))
+    c = choose(page.url, soup := soup_of(page), None).extract(page, soup)
+    got = {(s.number, s.title, s.level) for s in c.sections if s.number}
+    assert got == {("1", "Setup", 2), ("2", "Turn Actions", 2), ("2.1", "Draw Card", 3),
+                   ("2.2", "Play a Creature", 3), ("2.3", "Attack", 3)}  # fmt: skip
+    by = {s.title: s for s in c.sections}
+    assert by["Setup"].text == (
+        "Each player shuffles a deck of 20 cards and draws 5 cards. The first player is chosen by a coin flip.")
+    assert by["Play a Creature"].text.split("\n\n") == [
+        "Put a creature from your hand onto the bench. You may play any number per turn.",
+        "Example: playing two creatures in one turn."]  # fmt: skip
+    assert not any("Page 2 of 3" in s.text for s in c.sections)  # the running footer is dropped
+    assert c.title == "Duel Rules" and by["Play a Creature"].kind == by["Attack"].kind == "action"
+
+
+def test_a_text_plain_url_is_read_as_a_rulebook(card_site: tuple[str, list[str]], tmp_path: Path) -> None:
+    base, _ = card_site
+    out = tmp_path / "draft.yaml"
+    res = runner.invoke(app, ["scrape", f"{base}/rules.txt", f"{base}/api/cards", "-o", str(out), "--delay", "0"])
+    assert res.exit_code == 0, res.output
+    assert "error" not in res.output.replace("warning[W001]", "")
+    doc = yaml.safe_load(out.read_text())
+    assert {"play_creature", "attack"} <= {t["name"] for t in doc["todo"]}
 
 
 def test_json_under_another_content_type_is_refused(card_site: tuple[str, list[str]]) -> None:
@@ -431,6 +497,32 @@ def test_real_pokemon_rulebook_gives_its_lettered_actions() -> None:
     assert slug(c.title) == "pokemon_card_game_advanced_players"
 
 
+def test_real_rulebooks_running_header_is_dropped_and_table_cells_stay() -> None:
+    """The Pokémon transcription repeats its PDF page header as a paragraph ~60 times; a result table's "Tie"
+    cells repeat too, but are one word: content."""
+    c = real("pokemon/rules.html")
+    paragraphs = [p for s in c.sections for p in s.text.split("\n\n")]
+    assert "Pokémon Card Game Advanced Players’ Rulebook Ver.2.2" not in paragraphs
+    assert paragraphs.count("Tie") == 5 and any("running header" in n for n in c.notes)
+
+
+def test_drafts_are_the_same_on_every_run(tmp_path: Path) -> None:
+    """Two runs under different hash seeds write the same draft (an enum's members once came out of a set)."""
+    import os
+    import subprocess
+    import sys
+
+    files = [str(REAL / "pokemon" / "rules.html"), str(REAL / "pokemon" / "cards.html")]
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"draft{seed}.yaml"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "envc.cli", "scrape", "--from-file", *files, "-o", str(out)],
+                       env=env, check=True, capture_output=True)  # fmt: skip
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+
+
 def test_real_card_lists_icons_and_json() -> None:
     html = real("pokemon/cards.html")
     t = html.tables[0]
@@ -448,6 +540,21 @@ def test_real_card_lists_icons_and_json() -> None:
     nr = real("netrunner/cards_core.json")
     assert nr.adapter == "generic" and nr.tables[0].symbols == {} and len(nr.tables[0].rows) == 113
     assert not any("<strong>" in cell for r in nr.tables[0].rows for cell in r)
+
+
+def test_real_comprehensive_rules_txt_reads_like_the_html_page(tmp_path: Path) -> None:
+    """The Comprehensive Rules as Wizards publish them (a .txt): the same rule sections and actions as our
+    HTML rendering of the same text, and a draft that lints with W001 warnings only."""
+    txt = {s.title: s.kind for s in real("mtg/rules.txt").sections}
+    html = {s.title: s.kind for s in real("mtg/rules.html").sections}
+    assert txt["Declare Attackers Step"] == "action" and txt["Untap Step"] == "rule"
+    moves = ("action", "rule")
+    assert {t for t, k in html.items() if k in moves} == {t for t, k in txt.items() if k in moves}
+    out = tmp_path / "draft.yaml"
+    files = [str(REAL / "mtg" / "rules.txt"), str(REAL / "mtg" / "cards_lea.json")]
+    res = runner.invoke(app, ["scrape", "--from-file", *files, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "error" not in res.output.replace("warning[W001]", "") and "plain text" in out.read_text()
 
 
 def test_real_numbered_rules_pages() -> None:
