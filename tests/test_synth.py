@@ -355,3 +355,56 @@ def test_bad_configuration_or_draft_is_one_line_before_any_call(
     res = _synthesize(draft, tmp_path / "spec.yaml", *args)
     assert res.exit_code == 2 and message in res.output, res.output
     assert "Traceback" not in res.output and server.requests == []
+
+
+def test_the_outline_writes_effect_texts_as_calls_of_a_few_general_kinds(
+    monkeypatch: pytest.MonkeyPatch, draft: Path, tmp_path: Path
+) -> None:
+    """tests/fixtures/llm/ember_calls (hand-written answers): the outline plans four general effect kinds and
+    gives each of the draft's five `effect_*` procedures one call of them (`calls`); those five are never
+    requested, the four general kinds are, and the spec lints and plays."""
+    server, _ = replay_server.start(replies=FIXTURES / "llm" / "ember_calls")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        out = tmp_path / "out" / "ember.yaml"
+        res = _synthesize(draft, out)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert res.exit_code == 0, res.output
+    names = [replay_server.request_key(r["body"]["messages"])[0] for r in server.requests]
+    general = ["give_condition", "heal", "draw_cards", "attack_bonus"]
+    assert not [n for n in names if n.startswith("effect_")] and set(general) <= set(names)
+    assert len(names) == 13  # 18 with an item per effect text
+    assert "5 draft procedure(s) written as calls of the planned ones" in res.output
+    spec, diags = envc.lint(str(out))
+    assert spec is not None and diags == []
+    checks = level1(spec, envc.build(spec, strict=False), episodes=8, seed=3, max_steps=300)
+    assert [(c.name, c.failures) for c in checks if not c.passed] == []
+    procs = yaml.safe_load(out.read_text())["procedures"]
+    assert procs["effect_flip_coin_heads_defending_creature_paralyzed"]["body"] == (
+        "give_condition(pl, Condition.paralyzed, true)")
+    assert "if not flip or coin():" in procs["give_condition"]["body"]
+
+
+def test_calls_in_an_outline_are_checked(draft: Path) -> None:
+    from envc.synthesize.items import items_of
+    from envc.synthesize.outline import apply_outline
+
+    doc = yaml.safe_load(draft.read_text())
+    items = items_of(doc)
+    base = yaml.safe_load((FIXTURES / "llm" / "ember_calls" / "answers" / "outline.yaml").read_text())
+    plan, problems = apply_outline(doc, items, sections_of(items, {}), base)
+    assert problems == [] and plan is not None and len(plan.called) == 5
+    assert "effect_draw_card" not in {t["name"] for t in plan.spec["todo"]}
+    assert {"give_condition", "draw_cards"} <= {t["name"] for t in plan.spec["todo"]}
+    cases = [
+        ({"effect_nope": "heal(pl, 1)"}, "'effect_nope' is not a procedure todo item of the draft"),
+        ({"effect_draw_card": "draw_cards(pl, 1)\nheal(pl, 1)"}, "must be one call on one line"),
+        ({"effect_draw_card": "draw(pl)"}, "calls 'draw', which is not a procedure this outline plans"),
+        ([1], "`calls` must be a mapping"),
+    ]
+    for calls, message in cases:
+        plan, problems = apply_outline(doc, items, sections_of(items, {}), {**base, "calls": calls})
+        assert plan is None and any(message in p for p in problems), (calls, problems)

@@ -524,6 +524,8 @@ class _Run:
                 f"Outline of {prep.name} by `envc synthesize` (model {cfg.model}): the plan the todo items were "
                 f"written against.\nMerged into the draft as stubs it lints and plays; new items: "
                 f"{', '.join(plan.new_items) or 'none'}."
+                + (f"\n{len(plan.called)} draft procedure(s) written as calls of the planned ones: no item each."
+                   if plan.called else "")
             )
             text = dump(so_far, header)
             write_atomic(outline_path(self.out_path), text)

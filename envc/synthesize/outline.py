@@ -15,8 +15,9 @@ from envc.scrapers.draft import DRAFT_ACTION, MODULE
 from .chunks import Section
 from .items import Item, order
 
-KEYS = ("types", "constants", "state", "actions", "rules", "procedures", "game", "drop")
+KEYS = ("types", "constants", "state", "actions", "rules", "procedures", "calls", "game", "drop")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(.*\)\s*$")
 STUB = "planned by the outline; formalized by the todo item '{}'"
 
 
@@ -29,6 +30,8 @@ class Plan:
     added: dict[str, set[str]] = field(default_factory=dict)
     new_items: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    procedures: set[str] = field(default_factory=set)  # new procedures the outline plans (each a todo item)
+    called: dict[str, str] = field(default_factory=dict)  # draft procedure -> the one call the outline gave it
 
 
 def apply_outline(
@@ -168,9 +171,11 @@ def apply_outline(
                 )
             continue
         procs[name] = {"doc": got.get("doc") or STUB.format(name), "params": got.get("params") or {}, "body": "pass"}
+        plan.procedures.add(name)
     if procs:
         spec["procedures"] = procs
 
+    _calls(spec, todo, procs, outline.get("calls"), by_target, plan, problems)
     game = outline.get("game")
     if game is not None:
         if not isinstance(game, dict) or set(game) - {"sections", "doc"}:
@@ -188,14 +193,14 @@ def apply_outline(
 def merge_outlines(base: dict[str, Any], part: Any) -> tuple[dict[str, Any] | None, list[str]]:
     """The outline so far with one part's answer merged in (`{}`: nothing to add), or what is wrong with the part.
 
-    Named entries (types, constants, state, actions, procedures) are added, or replaced when the part names them
+    Named entries (types, constants, state, actions, procedures, calls) are added, or replaced when the part names them
     again; rules keep their order (a rule named again is replaced in place, a new one goes last); `sections`
     of an element named again, `game.sections` and `drop` are the union of both.
     """
     if not isinstance(part, dict):
         return None, ["the outline must be a YAML mapping of outline sections (`{}` if this part adds nothing)"]
     problems = [f"`{k}` is not an outline section (have: {', '.join(KEYS)})" for k in part if k not in KEYS]
-    for k in ("types", "constants", "state", "actions", "procedures"):
+    for k in ("types", "constants", "state", "actions", "procedures", "calls"):
         if k in part and not isinstance(part[k], dict):
             problems.append(f"`{k}` must be a mapping of names")
     if "rules" in part and not (isinstance(part["rules"], list)
@@ -204,7 +209,7 @@ def merge_outlines(base: dict[str, Any], part: Any) -> tuple[dict[str, Any] | No
     if problems:
         return None, problems
     out = copy.deepcopy(base)
-    for k in ("types", "constants", "state", "actions", "procedures"):
+    for k in ("types", "constants", "state", "actions", "procedures", "calls"):
         if k in part:
             have = dict(out.get(k) or {})
             for name, decl in (part[k] or {}).items():
@@ -266,6 +271,42 @@ def _drop(
         todo[:] = [e for e in todo if e.get("name") != n]
         plan.sections.pop(n, None)
         plan.dropped.append(n)
+
+
+def _calls(
+    spec: dict[str, Any],
+    todo: list[dict[str, Any]],
+    procs: dict[str, Any],
+    calls: Any,
+    by_target: dict[str, Item],
+    plan: Plan,
+    problems: list[str],
+) -> None:
+    """Draft procedures (one per effect text) written as one call of a general kind that the outline plans:
+    their body is that call and their todo item goes, so tens of kinds are written instead of hundreds."""
+    if calls is None:
+        return
+    if not isinstance(calls, dict):
+        problems.append("`calls` must be a mapping: draft procedure -> one call of a procedure the outline plans")
+        return
+    planned = plan.procedures
+    for name, call in calls.items():
+        where = f"`calls.{name}`"
+        if f"procedures.{name}" not in by_target or name not in procs:
+            problems.append(f"{where}: '{name}' is not a procedure todo item of the draft")
+            continue
+        m = _CALL.match(call) if isinstance(call, str) and "\n" not in call.strip() else None
+        if m is None:
+            problems.append(f"{where} must be one call on one line, such as `deal_damage(pl, Target.bench, damage)`")
+            continue
+        if m.group(1) not in planned:
+            problems.append(f"{where} calls '{m.group(1)}', which is not a procedure this outline plans")
+            continue
+        procs[name] = {**procs[name], "body": call.strip()}
+        todo[:] = [e for e in todo if e.get("name") != by_target[f"procedures.{name}"].name]
+        plan.called[name] = call.strip()
+    if plan.called:
+        spec["procedures"] = procs
 
 
 def _mapping(outline: dict[str, Any], key: str, problems: list[str]) -> dict[Any, Any]:
