@@ -376,3 +376,14 @@ def test_a_long_rulebook_is_outlined_in_parts_that_see_the_outline_so_far(tmp_pa
     assert HISTORY not in texts[3]  # the game item reads the sections the outline cites
     doc = _check_game(out)
     assert [r["name"] for r in doc["rules"]] == ["last_stick", "next_turn"] and "4/4 passed" in res.output
+
+
+def test_hundreds_of_sections_fit_by_leaving_the_last_ones_out() -> None:
+    """A rulebook read as 2,000 small sections (a .txt with a heading per subrule): their headings alone pass
+    the budget, so the first sections whose headings fill half of it are sent and the last says which are not."""
+    secs = [Section(f"s{i}", f"Rule {i}", f"https://example.org/r#{i}", "text " * 40, "game") for i in range(1, 2001)]
+    shown = fit(secs, 20_000)
+    text = "\n".join(s.render() for s in shown)
+    assert tokens(text) <= 20_000 and 1 < len(shown) < 2000
+    assert shown[-1].after[0] == f"s{len(shown) + 1}..s2000" and "not shown" in shown[-1].render()
+    assert fit(secs[:5], 20_000) == secs[:5]  # few sections that fit stay as they are

@@ -38,10 +38,13 @@ class Section:
     headed: bool = True  # under a `## ` heading of the rules page (False: an item's own text, e.g. a card effect)
     cut: int = 0  # characters of the body left out to fit a request
     part: str = ""  # "2 of 3" when a section too long for one request is sent in consecutive parts
+    after: tuple[str, int] = ("", 0)  # the sections left out after this one: (first..last ids, their characters)
 
     def render(self) -> str:
         """The section as the model reads it."""
         note = f"\n[... {self.cut:,} more characters of this section not shown]" if self.cut else ""
+        if self.after[0]:
+            note += f"\n[... sections {self.after[0]} not shown: {self.after[1]:,} characters; too many to list here]"
         body = re.sub(r"</(section)", r"&lt;/\1", self.body, flags=re.I)  # page text cannot close the tag
         part = f' part="{self.part}"' if self.part else ""
         return (f'<section id="{self.id}"{part} title="{_attr(self.title)}" url="{_attr(self.url)}">\n{body}{note}'
@@ -92,10 +95,22 @@ def fit(sections: list[Section], budget: int) -> list[Section]:
     """The sections within `budget` tokens: short ones whole, the longest cut to one common length.
 
     Water-filling: the largest cap c with sum(min(len, c)) within the budget; a cut section says how much is
-    left out. With no room at all every body is cut to nothing (the headings stay).
+    left out. When the headings alone would take more than half the budget (hundreds of sections), only the
+    first sections whose headings fit in that half are sent, the last of them saying which were left out.
     """
     overhead = [len(replace(s, body="", cut=10**9).render()) for s in sections]
-    room = int(budget * CHARS_PER_TOKEN) - sum(overhead)
+    total = int(budget * CHARS_PER_TOKEN)
+    if sum(overhead) > total // 2 and len(sections) > 1:
+        used, keep = 0, 0
+        while keep < len(overhead) and used + overhead[keep] <= total // 2:
+            used += overhead[keep]
+            keep += 1
+        keep = max(keep, 1)
+        rest = sections[keep:]
+        note = (f"{rest[0].id}..{rest[-1].id}", sum(len(x.body) for x in rest))
+        sections = [*sections[: keep - 1], replace(sections[keep - 1], after=note)]
+        overhead = [len(replace(s, body="", cut=10**9).render()) for s in sections]
+    room = total - sum(overhead)
     lengths = [len(s.body) for s in sections]
     if sum(lengths) <= room:
         return list(sections)

@@ -109,7 +109,7 @@ class Request:
     @property
     def cut(self) -> int:
         """Characters of rule text left out to keep the request within its budget."""
-        return sum(s.cut for s in self.sections)
+        return sum(s.cut + s.after[1] for s in self.sections)
 
 
 @dataclass
