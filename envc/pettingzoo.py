@@ -25,6 +25,7 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from envc import rng
 from envc.gymnasium import action_space, build, episode_keys, load_spec, observation_space, render_modes, renderer_of
+from envc.interpret import NP_DTYPE
 from envc.ir import SpecIR
 from envc.render import Renderer, state_dict
 
@@ -47,6 +48,7 @@ class Match:
         self.observation_spaces = {a: spaces.Dict({"observation": inner, "action_mask": mask}) for a in self.agents}
         self.action_spaces = {a: action_space(ir_) for a in self.agents}
         self._inner = inner
+        self.state_space = state_space(ir_)
         self._seed: int | None = None
         self._episode = 0
         self._stream: rng.Key = (0, 0)
@@ -112,12 +114,43 @@ class Match:
             return {k: np.asarray(obs[k], self._inner[k].dtype) for k in self._inner.spaces}
         return np.asarray(obs, self._inner.dtype)
 
+    def global_state(self) -> np.ndarray:
+        """Every state field of the spec (hidden ones too), flattened in declaration order, as float64."""
+        d = state_dict(self.env, self.state)
+        return np.concatenate([np.asarray(d[f.name], np.float64).reshape(-1) for f in self.spec.fields])
+
     def observe(self, agent: str) -> dict[str, Any]:
         """PettingZoo's observation of `agent`: its observation and its action mask (zeros unless it is to move)."""
         p = self.agents.index(agent)
         to_move = p == self.current and not any(self.done)
         mask = self.legal_mask().astype(np.int8) if to_move else np.zeros(self.num_actions, np.int8)
         return {"observation": self.raw_observation(p), "action_mask": mask}
+
+
+def state_space(spec: SpecIR) -> spaces.Box:
+    """The Box of `Match.global_state`: each field within its declared bounds, a zone's count within its capacity,
+    an enum within its members, a bool 0..1, other integers their dtype's range, floats unbounded."""
+    members = {e.name: len(e.members) for e in spec.enums}
+    lows: list[np.ndarray] = []
+    highs: list[np.ndarray] = []
+    for f in spec.fields:
+        dt = np.dtype(NP_DTYPE[f.ty.dtype])
+        if f.low is not None and f.high is not None:
+            lo, hi = float(f.low), float(f.high)
+        elif f.zone is not None and f.name.endswith(".count"):
+            lo, hi = 0.0, float(spec.field(f.zone).ty.shape[-1])
+        elif f.ty.enum is not None:
+            lo, hi = 0.0, float(members[f.ty.enum] - 1)
+        elif dt.kind == "b":
+            lo, hi = 0.0, 1.0
+        elif dt.kind in "iu":
+            lo, hi = float(np.iinfo(dt.name).min), float(np.iinfo(dt.name).max)
+        else:
+            lo, hi = -np.inf, np.inf
+        n = int(np.prod(f.ty.shape, dtype=np.int64))
+        lows.append(np.full(n, lo))
+        highs.append(np.full(n, hi))
+    return spaces.Box(np.concatenate(lows), np.concatenate(highs), dtype=np.float64)
 
 
 class _MatchEnv:
@@ -144,6 +177,15 @@ class _MatchEnv:
         self.possible_agents = list(self.match.agents)
         self.agents: list[str] = []
         self._np_random = np.random.default_rng()
+
+    @property
+    def state_space(self) -> spaces.Box:
+        """The Box of `state()`: every state field, flattened (see `state_space`)."""
+        return self.match.state_space
+
+    def state(self) -> np.ndarray:
+        """The global state (every field, hidden ones too: for centralised critics), flattened as float64."""
+        return self.match.global_state()
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
         """The Dict space of `agent`'s observation and action mask (the same object every call)."""
@@ -241,10 +283,6 @@ class ParallelEnvironment(_MatchEnv, ParallelEnv[str, dict[str, Any], int]):  # 
             self.agents = []
         return obs, rewards, terms, truncs, infos
 
-
-    def state(self) -> np.ndarray:
-        """Not available: a spec's state is a set of named arrays (see `match.env.state_to_dict`)."""
-        raise NotImplementedError("use env.match.env.state_to_dict(env.match.state)")
 
 
 def env(

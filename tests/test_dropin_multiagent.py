@@ -11,7 +11,7 @@ import numpy as np
 import pyspiel
 import pytest
 from open_spiel.python.algorithms import cfr, exploitability
-from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test, state_test
 
 import envc.gymnasium as eg
 import envc.openspiel as eo
@@ -41,8 +41,24 @@ def test_pettingzoo_api_and_seed_tests_pass(name: str) -> None:
         parallel_api_test(ep.parallel_env(path, backend), num_cycles=200)
         seed_test(lambda: ep.env(path, backend), num_cycles=50)
         parallel_seed_test(lambda: ep.parallel_env(path, backend), num_cycles=50)
+        state_test(ep.env(path, backend), ep.parallel_env(path, backend), num_cycles=50)
     unknown = {str(w.message) for w in caught if not any(k in str(w.message) for k in KNOWN)}
     assert not unknown, unknown
+
+
+def test_global_state_is_every_field_in_order() -> None:
+    """`state()` (PettingZoo's global state, for centralised critics): the spec's fields flattened in order,
+    hidden ones included, within `state_space` (a zone's count within its capacity, enums within members)."""
+    env = ep.parallel_env(SPECS["kuhn_poker"], "reference")
+    env.reset(seed=3)
+    d = env.match.env.state_to_dict(env.match.state)
+    want = np.concatenate([np.asarray(d[f.name], np.float64).reshape(-1) for f in env.match.spec.fields])
+    assert np.array_equal(env.state(), want) and env.state_space.contains(env.state())
+    names = [f.name for f in env.match.spec.fields]
+    at = sum(int(np.prod(f.ty.shape)) for f in env.match.spec.fields[: names.index("card")])
+    assert sorted(env.state()[at : at + 2]) != [0.0, 0.0]  # both players' hidden cards are in it
+    count = sum(int(np.prod(f.ty.shape)) for f in env.match.spec.fields[: names.index("deck.count")])
+    assert (env.state_space.low[count], env.state_space.high[count]) == (0.0, 3.0)
 
 
 def _play_aec(env: Any, seed: int, gen: np.random.Generator) -> list[tuple[str, int, dict[str, float]]]:
