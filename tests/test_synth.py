@@ -192,6 +192,16 @@ def test_replayed_synthesis_turns_the_draft_into_a_spec_that_passes_l1(api: Any,
     want = _expected_cost(["outline", *ITEMS[:4], "attack.2", *ITEMS[4:]])
     assert rep["cost_usd"] == pytest.approx(want, abs=1e-5)
     assert f"{want:.4f}" in res.output and "13/13 passed" in res.output
+    # the README shows this run's report: its rows are this report's figures, not an older replay's
+    readme = (FIXTURES.parent.parent / "README.md").read_text()
+    shown = {}
+    for line in readme.split("```\n$ .venv/bin/python tests/fixtures/llm/replay_server.py")[1].splitlines():
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if len(cells) == 8 and cells[0] in by_name:
+            shown[cells[0]] = [int(c.replace(",", "")) for c in cells[1:6]] + [float(cells[6])]
+    keys = ("iterations", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    assert {n: v[:5] for n, v in shown.items()} == {n: [i[k] for k in keys] for n, i in by_name.items()}
+    assert all(abs(shown[n][5] - i["cost_usd"]) <= 6e-5 for n, i in by_name.items())  # shown to 4 places
 
 
 def test_without_an_api_key_synthesize_says_what_it_needs(
