@@ -628,6 +628,22 @@ class SpecIR(_Node):
                 return f
         raise KeyError(name)
 
+    def field_range(self, f: FieldInfo) -> tuple[float, float]:
+        """The values `f`'s elements hold in the spec's states: its declared bounds, else a zone's count
+        0..capacity, an enum's members, the dtype's range (bools 0..1, floats unbounded)."""
+        dt = f.ty.dtype
+        if f.zone is not None and f.name.endswith(".count"):
+            lo, hi = 0.0, float(self.field(f.zone).ty.shape[-1])
+        elif f.ty.enum is not None:
+            lo, hi = 0.0, float(next(len(e.members) for e in self.enums if e.name == f.ty.enum) - 1)
+        elif dt is DType.BOOL:
+            lo, hi = 0.0, 1.0
+        elif dt.is_float:
+            lo, hi = -math.inf, math.inf
+        else:
+            lo, hi = (float(x) for x in dt.int_range)
+        return (f.low if f.low is not None else lo, f.high if f.high is not None else hi)
+
 
 _MODELS: tuple[type[BaseModel], ...] = (
     VisibleRule,

@@ -25,7 +25,6 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from envc import rng
 from envc.gymnasium import action_space, build, episode_keys, load_spec, observation_space, render_modes, renderer_of
-from envc.interpret import NP_DTYPE
 from envc.ir import SpecIR
 from envc.render import Renderer, state_dict
 
@@ -128,29 +127,12 @@ class Match:
 
 
 def state_space(spec: SpecIR) -> spaces.Box:
-    """The Box of `Match.global_state`: each field within its declared bounds, a zone's count within its capacity,
-    an enum within its members, a bool 0..1, other integers their dtype's range, floats unbounded."""
-    members = {e.name: len(e.members) for e in spec.enums}
-    lows: list[np.ndarray] = []
-    highs: list[np.ndarray] = []
-    for f in spec.fields:
-        dt = np.dtype(NP_DTYPE[f.ty.dtype])
-        if f.low is not None and f.high is not None:
-            lo, hi = float(f.low), float(f.high)
-        elif f.zone is not None and f.name.endswith(".count"):
-            lo, hi = 0.0, float(spec.field(f.zone).ty.shape[-1])
-        elif f.ty.enum is not None:
-            lo, hi = 0.0, float(members[f.ty.enum] - 1)
-        elif dt.kind == "b":
-            lo, hi = 0.0, 1.0
-        elif dt.kind in "iu":
-            lo, hi = float(np.iinfo(dt.name).min), float(np.iinfo(dt.name).max)
-        else:
-            lo, hi = -np.inf, np.inf
-        n = int(np.prod(f.ty.shape, dtype=np.int64))
-        lows.append(np.full(n, lo))
-        highs.append(np.full(n, hi))
-    return spaces.Box(np.concatenate(lows), np.concatenate(highs), dtype=np.float64)
+    """The Box of `Match.global_state`: each field's elements within `SpecIR.field_range` (declared bounds, a
+    zone's count within its capacity, an enum within its members, else the dtype's range)."""
+    ranges = [(spec.field_range(f), int(np.prod(f.ty.shape, dtype=np.int64))) for f in spec.fields]
+    low = np.concatenate([np.full(n, lo) for (lo, _), n in ranges])
+    high = np.concatenate([np.full(n, hi) for (_, hi), n in ranges])
+    return spaces.Box(low, high, dtype=np.float64)
 
 
 class _MatchEnv:

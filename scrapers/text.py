@@ -74,8 +74,9 @@ def _is_heading(line: str) -> bool:
     return len(words) <= 8 and (title.isupper() or all(w[:1].isupper() or not w[:1].isalpha() for w in words))
 
 
-def to_html(text: str, title: str = "") -> bytes:
-    """An HTML page with the text's headings, paragraphs and contents lists."""
+def to_html(text: str) -> bytes:
+    """An HTML page with the text's headings, paragraphs and contents lists; a first block of one line is its
+    title."""
     lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     counts = Counter(k for ln in lines if (k := running_key(ln)) is not None)
     running = {k for k, n in counts.items() if n >= RUNNING}
@@ -90,21 +91,17 @@ def to_html(text: str, title: str = "") -> bytes:
     blocks = [b for b in blocks if b]
     levels: dict[str, int] = {"": 2}  # unnumbered titles are top-level; numbering styles nest in order seen
     out: list[str] = []
-    first = True
+    title = blocks[0][0] if blocks and len(blocks[0]) == 1 else ""
     for n, block in enumerate(blocks):
-        if first and len(block) == 1 and not title:
-            title = block[0]
-            out.append(f"<h1>{html.escape(block[0])}</h1>")
-            first = False
-            continue
-        first = False
-        if len(block) == 1 and _is_heading(block[0]):
+        if n == 0 and title:
+            out.append(f"<h1>{html.escape(title)}</h1>")
+        elif len(block) == 1 and _is_heading(block[0]):
             out.append(_heading(block[0], levels, n))
         elif len(block) > 1 and all(_is_heading(b) and split_number(b)[0] for b in block):
             out.append("<ul>" + "".join(f"<li>{html.escape(b)}</li>" for b in block) + "</ul>")  # contents
         elif len(block) > 1 and _is_heading(block[0]) and split_number(block[0])[0] and is_sentence(block[1]):
             out.append(_heading(block[0], levels, n))  # a numbered title line right above its text
-            out.append(f"<p>{html.escape(' '.join(block[1:]))}</p>")
+            out.extend(f"<p>{html.escape(' '.join(p))}</p>" for p in paragraphs(block[1:]))
         else:
             out.extend(f"<p>{html.escape(' '.join(p))}</p>" for p in paragraphs(block))
     return (

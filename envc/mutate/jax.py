@@ -163,23 +163,29 @@ class JaxProgram:
         why = smt.equal(a, b, facts)
         if why is not None:
             return f"proven equal by z3: `{site.function}` ({why})"
-        why = smt.equal(a, b, lambda xs: facts(xs) + declared(xs))
-        if why is not None:
+        if declared is not None and smt.solve(a, b, lambda xs: facts(xs) + declared(xs)) is not None:
             return f"{smt.BOUNDED}: z3 proves `{site.function}` gives the original's outputs on every state within them"
         return None
 
-    def _traces(self, site: operators.Site, env: Any) -> tuple[Any, Any, smt.Assume, smt.Assume] | None:
+    @functools.cached_property
+    def _inputs(self) -> tuple[Any, Any, Any]:
+        """The original's env, a key and the state's shapes: what both traces of a function are given."""
+        import jax
+
+        base = self.env(None)
+        key = base._key(rng.key_from_seed(0))
+        return base, key, jax.eval_shape(base.env.init, key, base.params)
+
+    def _traces(self, site: operators.Site, env: Any) -> tuple[Any, Any, smt.Assume, smt.Assume | None] | None:
         """The jaxprs of the site's function in the original and in the mutant, with the facts on their inputs:
-        the arguments' stated ranges, and the fields' declared bounds."""
+        the arguments' stated ranges, and the fields' declared bounds (None: the function reads no such field)."""
         import inspect
 
         import jax
 
         from envc.lower_jax.names import PyNames
 
-        base = self.env(None)
-        key = base._key(rng.key_from_seed(0))
-        state = jax.eval_shape(base.env.init, key, base.params)
+        base, key, state = self._inputs
         py = PyNames(self.spec)
         name = site.function
         if name == "reset" and self._reset_only_in_init():
@@ -187,7 +193,7 @@ class JaxProgram:
         if name == "Env.init":
             a = jax.make_jaxpr(base.env.init)(key, base.params)
             b = jax.make_jaxpr(env.env.init)(key, base.params)
-            return a, b, lambda xs: [], lambda xs: []
+            return a, b, lambda xs: [], None
         kinds: dict[str, list[ir.Ty]] = {py.glob("call", c.name): [t for _, t in c.params] for c in self.spec.callables}
         for act in self.spec.actions:
             kinds[py.glob("effect", act.name)] = kinds[py.glob("legal", act.name)] = [p.ty for p in act.params]
@@ -212,7 +218,7 @@ class JaxProgram:
         def declared(xs: list[smt.Arr]) -> list[Any]:
             return [f for at, lo, hi in bounds for f in smt.within(xs[at], lo, hi)]
 
-        return a, b, facts, declared
+        return a, b, facts, declared if bounds else None
 
     def _reset_only_in_init(self) -> bool:
         """`reset` is called once, from `Env.init`."""
@@ -221,26 +227,22 @@ class JaxProgram:
         return [f for f, _ in calls] == ["Env.init"]
 
     def _bounds(self, state: Any) -> list[tuple[int, int, int]]:
-        """(leaf index in the state, low, high) of each integer field with declared bounds, each zone count
-        (0..capacity) and each enum field (its members)."""
+        """(leaf index in the state, low, high) of each integer field whose `SpecIR.field_range` is narrower than
+        its dtype: declared bounds, a zone's count (0..capacity), an enum (its members)."""
         import jax
 
         from envc.lower_jax.names import PyNames
 
         py = PyNames(self.spec)
         by_name = {py.field(f.name): f for f in self.spec.fields}
-        members = {e.name: len(e.members) for e in self.spec.enums}
         out = []
         for at, (path, _) in enumerate(jax.tree_util.tree_flatten_with_path(state)[0]):
             f = by_name.get(getattr(path[-1], "name", "")) if path else None
             if f is None or not f.ty.dtype.is_int:
                 continue
-            if f.zone is not None and f.name.endswith(".count"):
-                out.append((at, 0, self.spec.field(f.zone).ty.shape[-1]))
-            elif f.ty.enum is not None:
-                out.append((at, 0, members[f.ty.enum] - 1))
-            elif f.low is not None and f.high is not None:
-                out.append((at, int(np.ceil(f.low)), int(np.floor(f.high))))
+            lo, hi = self.spec.field_range(f)
+            if (lo, hi) != tuple(float(x) for x in f.ty.dtype.int_range):
+                out.append((at, int(np.ceil(lo)), int(np.floor(hi))))
         return out
 
     def module(self, site: operators.Site | None) -> Any:

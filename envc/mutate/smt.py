@@ -180,14 +180,8 @@ class Encoder:
         index, ops = ins[0], ins[1:]
         branches = [self.run(b, ops) for b in p["branches"]]
         i = index.terms[()]
-        if index.dtype == "bool":
-            pick = [z3.Not(i), i]
-        else:
-            last = len(branches) - 1
-            pick = [z3.BoolVal(True)] * len(branches)
-            for n in range(len(branches)):
-                lo = i <= n if n == 0 else (i == n if n < last else i >= n)
-                pick[n] = lo if n < last else z3.BoolVal(True)
+        # XLA clamps the index: branch 0 takes everything below 1, the last everything above
+        pick = [z3.Not(i)] if index.dtype == "bool" else [i <= 0, *(i == n for n in range(1, len(branches) - 1))]
         outs = []
         for k, aval in enumerate(avals):
             terms = branches[-1][k].terms.copy()
@@ -228,19 +222,19 @@ class Encoder:
             if not z3.is_true(go):
                 break
             carry = self.run(p["body_jaxpr"], [*bconsts, *carry])
-        tag = f"while{_jaxpr_key(p['cond_jaxpr'])}{_jaxpr_key(p['body_jaxpr'])}"
+        tag = f"while{canonical(p['cond_jaxpr'])}{canonical(p['body_jaxpr'])}"
         return self.opaque(tag, ins, avals, elementwise=False)
 
 
 def _ite(cond: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a` where the scalar `cond` holds, else `b`, element by element (equal elements stay as they are)."""
     z3 = _z3()
     a, b = np.broadcast_arrays(a, b)
-    c = np.broadcast_to(cond, a.shape) if isinstance(cond, np.ndarray) else None
     out = np.empty(a.shape, dtype=object)
     for idx in np.ndindex(*a.shape):
         x: Any = a[idx]
         y: Any = b[idx]
-        out[idx] = x if x.eq(y) else z3.If(c[idx] if c is not None else cond, x, y)
+        out[idx] = x if x.eq(y) else z3.If(cond, x, y)
     return out
 
 
@@ -248,16 +242,12 @@ def _param_key(p: dict[str, Any]) -> str:
     parts = []
     for k in sorted(p):
         v = p[k]
-        parts.append(f"{k}={_jaxpr_key(v) if _is_jaxpr(v) else v!r}")
+        parts.append(f"{k}={canonical(v) if _is_jaxpr(v) else v!r}")
     return "(" + ",".join(parts) + ")"
 
 
 def _is_jaxpr(v: Any) -> bool:
     return hasattr(v, "eqns") or hasattr(v, "jaxpr")
-
-
-def _jaxpr_key(j: Any) -> str:
-    return canonical(j)
 
 
 def canonical(closed: Any) -> str:
@@ -868,13 +858,15 @@ def equal(a: Any, b: Any, assume: Assume | None = None, timeout_ms: int = 60_000
         return None
     if _same_but_bodies(a, b):
         return "the programs differ only in loop bodies or calls, proven equal for every input"
-    if [v.aval for v in a.jaxpr.outvars] != [v.aval for v in b.jaxpr.outvars]:
-        return None
-    return _solve(a, b, assume, timeout_ms)
+    return solve(a, b, assume, timeout_ms)
 
 
-def _solve(a: Any, b: Any, assume: Assume | None, timeout_ms: int) -> str | None:
+def solve(a: Any, b: Any, assume: Assume | None = None, timeout_ms: int = 60_000) -> str | None:
+    """z3's answer for the whole of `a` and `b` (no equation-by-equation pass): why they agree, or None."""
     z3 = _z3()
+    avals = [[v.aval for v in j.jaxpr.invars] + [None] + [v.aval for v in j.jaxpr.outvars] for j in (a, b)]
+    if avals[0] != avals[1]:
+        return None
     enc = Encoder()
     ins = []
     for n, v in enumerate(a.jaxpr.invars):
@@ -955,7 +947,7 @@ def _body_equal(a: Any, b: Any) -> bool:
         from jax.extend.core import ClosedJaxpr
 
         a, b = ClosedJaxpr(a, []), ClosedJaxpr(b, [])
-    return _same_but_bodies(a, b) or _solve(a, b, None, 30_000) is not None
+    return _same_but_bodies(a, b) or solve(a, b, None, 30_000) is not None
 
 
 def _same_const(x: Any, y: Any) -> bool:

@@ -175,7 +175,7 @@ def apply_outline(
     if procs:
         spec["procedures"] = procs
 
-    _calls(spec, todo, procs, outline.get("calls"), by_target, plan, problems)
+    _calls(todo, procs, outline.get("calls"), by_target, plan, problems)
     game = outline.get("game")
     if game is not None:
         if not isinstance(game, dict) or set(game) - {"sections", "doc"}:
@@ -274,7 +274,6 @@ def _drop(
 
 
 def _calls(
-    spec: dict[str, Any],
     todo: list[dict[str, Any]],
     procs: dict[str, Any],
     calls: Any,
@@ -305,8 +304,6 @@ def _calls(
         procs[name] = {**procs[name], "body": call.strip()}
         todo[:] = [e for e in todo if e.get("name") != by_target[f"procedures.{name}"].name]
         plan.called[name] = call.strip()
-    if plan.called:
-        spec["procedures"] = procs
 
 
 def _mapping(outline: dict[str, Any], key: str, problems: list[str]) -> dict[Any, Any]:
