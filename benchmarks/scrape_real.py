@@ -39,6 +39,8 @@ PAIRS: list[tuple[str, str, str, list[str]]] = [
     ("mtg-txt", "mtg", "rules.txt", ["cards_lea.json"]),
     ("backgammon", "backgammon", "rules.html", []),
     ("kreversi", "kreversi", "manual.html", []),
+    ("splendor", "rulebooks", "splendor.md", []),
+    ("ticket-to-ride", "rulebooks", "ticket-to-ride.md", []),
 ]
 NOT_YET: set[str] = set()  # pairs expected to fail today
 INT_TYPES = {"i8", "i16", "i32", "i64", "u8"}
@@ -99,6 +101,27 @@ def sections_of(rules: Path) -> Counter[str]:
     page = trim_headings(read_saved(str(rules), 5 << 20))
     content = choose(page.url, soup_of(page), None).extract(page, soup_of(page))
     return Counter(s.kind for s in content.sections)
+
+
+def announced_table() -> str:
+    """Every Markdown rulebook of tests/fixtures/real/rulebooks: the actions found by a heading's verb alone and
+    those a lead sentence announced (`scrapers.announced`), by name."""
+    from envc.scrapers import choose, read_saved
+    from envc.scrapers.extract import soup_of
+
+    lines = ["| rulebook | sections | actions by heading verb | announced (new or re-marked) |", "|---|---|---|---|"]
+    for path in sorted((REAL / "rulebooks").glob("*.md")):
+        page = read_saved(str(path))
+        soup = soup_of(page)
+        adapter = choose(page.url, soup, None)
+        content = adapter.extract(page, soup)
+        by_verb = {s.title for s in content.sections if s.kind == "action" and adapter.classify(s) == "action"}
+        new = [s.title for s in content.sections if s.kind == "action" and s.title not in by_verb]
+        lines.append(
+            f"| {path.stem} | {len(content.sections)} | {len(by_verb)} | {len(new)}: "
+            + (", ".join(f"`{t[:40]}`" for t in new) or "-") + " |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def column_kind(name: str, spec: Any, enums: dict[str, list[str]], n_energy: int) -> str:
@@ -260,7 +283,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", action="append", help="Only these pages (labels: " + ", ".join(p[0] for p in PAIRS) + ")")
     ap.add_argument("--keep", help="Write the drafts into this folder instead of a temporary one")
+    ap.add_argument("--rulebooks", action="store_true", help="Only the table of announced actions per rulebook")
     args = ap.parse_args()
+    if args.rulebooks:
+        print(f"# Actions in the Markdown rulebooks ({datetime.date.today().isoformat()}, {host()})\n")
+        print(announced_table())
+        return 0
     pairs = [p for p in PAIRS if not args.only or p[0] in args.only]
     if not pairs:
         print(f"error: --only: no such page (have: {', '.join(p[0] for p in PAIRS)})", file=sys.stderr)

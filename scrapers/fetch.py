@@ -147,9 +147,14 @@ class Fetcher:
                     mime = "text/html"
                 else:
                     raise ScrapeError(f"{current}: expected an HTML page, got content type 'none'")
+            from .md import is_markdown, markdown_page  # it imports this module
+
+            if is_markdown(current, mime):
+                return markdown_page(current, body, _charset(ctype))
             if mime == "text/plain":
                 return text_page(current, body, _charset(ctype))
-            return Page(current, body, _charset(ctype), content_type=mime)
+            charset = _charset(ctype) or (sniff_utf8(body) if mime == "text/html" else None)
+            return Page(current, body, charset, content_type=mime)
         raise ScrapeError(f"{url}: more than {self.max_redirects} redirects ({' -> '.join(seen)})")
 
     def _get(
@@ -267,13 +272,33 @@ def read_saved(path: str, max_bytes: int = 5 * 1024 * 1024, url: str | None = No
         raise ScrapeError(f"{path}: file is more than the limit of {max_bytes:,} bytes")
     if p.suffix.lower() == ".json" or (_looks_like_json(body) and not _looks_like_html(body)):
         return Page(url or p.resolve().as_uri(), body, content_type="application/json")
+    if p.suffix.lower() in SUFFIXES_MD:
+        from .md import markdown_page
+
+        return markdown_page(url or p.resolve().as_uri(), body, None)
     if not _looks_like_html(body):
         from .text import looks_like_text
 
         if p.suffix.lower() in (".txt", ".text", "") and looks_like_text(body):
             return text_page(url or p.resolve().as_uri(), body, None)
         raise ScrapeError(f"{path}: does not look like an HTML page, a .txt rulebook or a .json card file")
-    return Page(url or p.resolve().as_uri(), body)
+    return Page(url or p.resolve().as_uri(), body, sniff_utf8(body))
+
+
+SUFFIXES_MD = (".md", ".markdown", ".mdown", ".mkd")
+
+
+def sniff_utf8(body: bytes) -> str | None:
+    """'utf-8' for a page that declares no charset but is valid UTF-8, else None (the parser's own sniffing).
+
+    Without a declaration an HTML parser falls back to windows-1252, which turns a saved UTF-8 page's curly
+    quotes into three characters each; a page that decodes as UTF-8 is UTF-8, as browsers' detectors decide.
+    """
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "utf-8"
 
 
 def text_page(url: str, body: bytes, charset: str | None) -> Page:

@@ -103,7 +103,7 @@ def to_html(text: str) -> bytes:
             out.append(_heading(block[0], levels, n))  # a numbered title line right above its text
             out.extend(f"<p>{html.escape(' '.join(p))}</p>" for p in paragraphs(block[1:]))
         else:
-            out.extend(f"<p>{html.escape(' '.join(p))}</p>" for p in paragraphs(block))
+            out.extend(_blocks(paragraphs(block)))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title></head>\n<body>\n" + "\n".join(out) + "\n</body></html>\n"
@@ -130,6 +130,24 @@ def paragraphs(block: list[str]) -> list[list[str]]:
             out.append([line])
         else:
             out[-1].append(line)
+    return out
+
+
+def _blocks(paras: list[list[str]]) -> list[str]:
+    """Paragraphs as HTML; a run of bulleted ones is one list, as the page's author laid it out."""
+    out: list[str] = []
+    items: list[str] = []
+    for p in paras:
+        text = " ".join(p)
+        if text.startswith(BULLETS):
+            items.append(f"<li>{html.escape(text[1:].lstrip(' -*'))}</li>")
+            continue
+        if items:
+            out.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        out.append(f"<p>{html.escape(text)}</p>")
+    if items:
+        out.append("<ul>" + "".join(items) + "</ul>")
     return out
 
 

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from anyascii import anyascii
 from bs4 import BeautifulSoup
 
+from ..announced import announce
 from ..extract import Icons, PageContent, RawTable, Section, extract
 from ..fetch import Page
 
@@ -100,6 +101,7 @@ class SiteAdapter:
         content.adapter = self.name
         for s in content.sections:
             s.kind = self.classify(s)
+        content.sections = announce(content.sections, GLOSSARY_RE)
         for t in content.tables:
             t.is_cards = self.is_card_table(t)
         return self.finish(content)
