@@ -19,6 +19,8 @@ from .extract import RUNNING, is_sentence, running_key, split_number
 _TITLE_MAX = 80
 WRAP = 100  # lines longer than this are not hard-wrapped: each is a paragraph
 _SENTENCE_END = re.compile(r"\b[a-z]{3,}[.!?] +[(\"A-Z]")  # "attacked. (See", not "Team vs. Team"
+# Words that title case leaves in lower case ("End of the Game", "Playing a Card").
+MINOR_WORDS = frozenset("a an the and or nor but of in on at to for by from with as vs".split())
 BULLETS = ("- ", "* ", "\u2022", "\u2013 ", "\u25cf")
 
 
@@ -71,7 +73,9 @@ def _is_heading(line: str) -> bool:
     if number:
         return True
     words = title.split()
-    return len(words) <= 8 and (title.isupper() or all(w[:1].isupper() or not w[:1].isalpha() for w in words))
+    if len(words) > 8 or not words[0][:1].isupper():
+        return False
+    return title.isupper() or all(w[:1].isupper() or not w[:1].isalpha() or w in MINOR_WORDS for w in words)
 
 
 def to_html(text: str) -> bytes:

@@ -5,9 +5,13 @@ read off each rulebook by hand."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from envc.cli import app
@@ -122,3 +126,51 @@ def test_plain_text_bullets_announced_as_actions() -> None:
     page = Page("file:///nim.txt", to_html(text), "utf-8")
     c = choose(page.url, soup_of(page), None).extract(page, soup_of(page))
     assert {"Take 1 stone", "Take 2 stones", "Pass the turn"} <= actions(c)
+
+
+def test_plain_text_title_case_headings_keep_their_small_words() -> None:
+    text = "NIM\n\nSetup\n\nPlace 10 stones.\n\nEnd of the Game\n\nYou win.\n"
+    page = Page("file:///nim.txt", to_html(text), "utf-8")
+    c = choose(page.url, soup_of(page), None).extract(page, soup_of(page))
+    assert {"Setup", "End of the Game"} <= {s.title for s in c.sections}
+
+
+class _RawFiles(BaseHTTPRequestHandler):
+    """A code host's raw file server: every file as text/plain, as raw.githubusercontent.com serves `.md`."""
+
+    def do_GET(self) -> None:
+        path = REAL / "rulebooks" / self.path.rsplit("/", 1)[-1]
+        if self.path == "/robots.txt" or not path.is_file():
+            self.send_response(404)
+            self.end_headers()
+            return
+        body = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def raw_host() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RawFiles)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/rigard/rulebooks/master/rulebooks"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_raw_markdown_url_served_as_text_plain_is_read_as_markdown(raw_host: str, tmp_path: Path) -> None:
+    out = tmp_path / "ttr.yaml"
+    res = runner.invoke(app, ["scrape", f"{raw_host}/ticket-to-ride.md", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    d = yaml.safe_load(out.read_text())
+    assert {"draw_train_car", "claim_route", "draw_destination_tickets"} <= set(d["actions"])
+    assert d["name"] == "ticket_to_ride" and "route_scoring_table" in d["tables"]  # front matter title; pipe table
