@@ -18,6 +18,9 @@ from .text import decode
 
 MIMES = frozenset({"text/markdown", "text/x-markdown"})
 FRONT_MATTER_MAX = 8192  # characters of a leading `---` block read as front matter
+# Characters of Markdown rendered (the rest is left out, with a note). Rendering is linear but slow on hostile
+# text (5 MB of "[" takes ~20 s); real Markdown rulebooks are 2-30 KB, a long comprehensive rules text ~1 MB.
+MAX_MARKDOWN_CHARS = 1_000_000
 
 
 def is_markdown(url: str, mime: str = "") -> bool:
@@ -46,6 +49,11 @@ def front_matter(text: str) -> tuple[dict[str, object], str]:
 def markdown_page(url: str, body: bytes, charset: str | None) -> Page:
     """The Markdown file as an HTML page (UTF-8), titled by its front matter's `title` if it has one."""
     meta, text = front_matter(decode(body, charset))
+    notes = [f"{url}: Markdown, rendered to HTML (CommonMark with tables)"]
+    if len(text) > MAX_MARKDOWN_CHARS:
+        cut = text.rfind("\n", 0, MAX_MARKDOWN_CHARS) + 1 or MAX_MARKDOWN_CHARS
+        notes.append(f"{url}: more than {MAX_MARKDOWN_CHARS:,} characters of Markdown; read up to character {cut:,}")
+        text = text[:cut]
     renderer = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
     try:
         rendered = renderer.render(text)
@@ -54,5 +62,4 @@ def markdown_page(url: str, body: bytes, charset: str | None) -> Page:
     title = meta.get("title")
     head = f"<title>{html.escape(title)}</title>" if isinstance(title, str) else ""
     page = f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">{head}</head>\n<body>\n{rendered}</body></html>\n'
-    note = f"{url}: Markdown, rendered to HTML (CommonMark with tables)"
-    return Page(url, page.encode("utf-8"), "utf-8", notes=(note,))
+    return Page(url, page.encode("utf-8"), "utf-8", notes=tuple(notes))

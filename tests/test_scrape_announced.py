@@ -174,3 +174,15 @@ def test_a_raw_markdown_url_served_as_text_plain_is_read_as_markdown(raw_host: s
     d = yaml.safe_load(out.read_text())
     assert {"draw_train_car", "claim_route", "draw_destination_tickets"} <= set(d["actions"])
     assert d["name"] == "ticket_to_ride" and "route_scoring_table" in d["tables"]  # front matter title; pipe table
+
+
+def test_hostile_markdown_is_cut_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Markdown past the size that renders quickly is cut at a line, with a note; deep nesting renders flat."""
+    monkeypatch.setattr("envc.scrapers.md.MAX_MARKDOWN_CHARS", 20_000)
+    md = tmp_path / "rules.md"
+    md.write_text("# Rules\n\n" + "> " * 5_000 + "deep\n\n" + "[" * 30_000 + "\n\n## Lost\n\nnever read\n")
+    out = tmp_path / "draft.yaml"
+    res = runner.invoke(app, ["scrape", "--from-file", str(md), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    draft = out.read_text()
+    assert "more than 20,000 characters of Markdown; read up to character" in draft and "never read" not in draft
