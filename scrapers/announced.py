@@ -47,34 +47,44 @@ def announce(sections: list[Section], skip: re.Pattern[str] | None = None) -> li
         if skip is not None and any(skip.search(p) for p in (*s.parents, s.title)):
             continue
         paragraphs = [p for p in s.text.split("\n\n") if p.strip()]
-        found: list[Section] = []
-        for j, p in enumerate(paragraphs):
-            if not all(LINE.match(ln) for ln in p.split("\n")):
-                continue
-            lead = paragraphs[j - 1] if j > 0 and not LINE.match(paragraphs[j - 1].split("\n")[0]) else ""
-            for title, owner, items in _groups(_tree(p), lead):
-                for item in items:
-                    phrase = _phrase(item)
-                    target = _named(sections[i + 1 :], phrase) if _is_name(item) else None
-                    if target is not None and target is not s:
-                        target.kind = "action"
-                        continue
-                    name = f"{owner}: {phrase}" if owner else phrase
-                    found.append(
-                        Section(
-                            name[:MAX_TITLE_CHARS],
-                            s.level + 1,
-                            s.source,
-                            text=f"{title}\n\n{item}".strip() if title else item,
-                            kind="action",
-                            parents=[*s.parents, s.title],
-                        )
-                    )
-        last = paragraphs[-1] if paragraphs and not LINE.match(paragraphs[-1].split("\n")[0]) else ""
+        out.extend(_listed(s, paragraphs, sections[i + 1 :]))
+        last = paragraphs[-1] if paragraphs and not _is_list(paragraphs[-1]) else ""
         if _is_lead(last) or _is_lead(s.title):  # "...one of the following three actions:", a heading "Action"
             _mark_children(sections, i, _count(last))
-        out.extend(found)
     return out
+
+
+def _listed(s: Section, paragraphs: list[str], later: list[Section]) -> list[Section]:
+    """The actions that the lists of section `s` announce, as new sections; an item that names one of the
+    `later` sections marks that section instead."""
+    found: list[Section] = []
+    for j, p in enumerate(paragraphs):
+        if not _is_list(p):
+            continue
+        before = paragraphs[j - 1] if j > 0 and not _is_list(paragraphs[j - 1]) else ""
+        for lead, owner, items in _groups(_tree(p), before):
+            for item in items:
+                phrase = _phrase(item)
+                target = _named(later, phrase) if _is_name(item) else None
+                if target is not None:
+                    target.kind = "action"
+                    continue
+                found.append(
+                    Section(
+                        (f"{owner}: {phrase}" if owner else phrase)[:MAX_TITLE_CHARS],
+                        s.level + 1,
+                        s.source,
+                        text=f"{lead}\n\n{item}".strip(),
+                        kind="action",
+                        parents=[*s.parents, s.title],
+                    )
+                )
+    return found
+
+
+def _is_list(paragraph: str) -> bool:
+    """A list block of the section text: every line an item ("- " indented two spaces per level)."""
+    return all(LINE.match(ln) for ln in paragraph.split("\n"))
 
 
 def _groups(roots: list[_Item], lead: str) -> list[tuple[str, str, list[str]]]:
