@@ -12,8 +12,10 @@ Limits hold against a hostile server:
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
+import re
 import socket
 import threading
 import time
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import httpcore
 import httpx
@@ -109,7 +111,11 @@ class Fetcher:
 
     def fetch(self, url: str) -> Page:
         """GET an HTML page within one deadline, following at most `max_redirects` redirects (each checked
-        against robots.txt)."""
+        against robots.txt). A code host's file view (a GitHub `blob` URL) is read as its raw file."""
+        raw = raw_file_url(url)
+        if raw is not None:
+            page = self.fetch(raw)
+            return dataclasses.replace(page, notes=(*page.notes, f"{url}: a code host's file view, read as {raw}"))
         _check_scheme(url)
         deadline = _Deadline(self.timeout)
         backend = _DeadlineBackend(deadline)
@@ -151,6 +157,8 @@ class Fetcher:
 
             if is_markdown(current, mime):
                 return markdown_page(current, body, _charset(ctype))
+            if mime == "text/plain" and urlsplit(current).path.lower().endswith((".html", ".htm")):
+                mime = "text/html"  # a raw file server sends every file as text/plain
             if mime == "text/plain":
                 return text_page(current, body, _charset(ctype))
             charset = _charset(ctype) or (sniff_utf8(body) if mime == "text/html" else None)
@@ -283,6 +291,25 @@ def read_saved(path: str, max_bytes: int = 5 * 1024 * 1024, url: str | None = No
             return text_page(url or p.resolve().as_uri(), body, None)
         raise ScrapeError(f"{path}: does not look like an HTML page, a .txt rulebook or a .json card file")
     return Page(url or p.resolve().as_uri(), body, sniff_utf8(body))
+
+
+# A code host's page that shows a file -> the URL of the file itself (the page is an app shell around it).
+_FILE_VIEWS = (
+    (re.compile(r"^https://github\.com/([^/]+)/([^/]+)/blob/(.+)$"), "https://raw.githubusercontent.com/{}/{}/{}"),
+    (re.compile(r"^https://gitlab\.com/(.+?)/-/blob/(.+)$"), "https://gitlab.com/{}/-/raw/{}"),
+    (re.compile(r"^https://codeberg\.org/([^/]+)/([^/]+)/src/(.+)$"), "https://codeberg.org/{}/{}/raw/{}"),
+)
+
+
+def raw_file_url(url: str) -> str | None:
+    """The raw file behind a code host's file view ("github.com/o/r/blob/main/rules.md" ->
+    "raw.githubusercontent.com/o/r/main/rules.md"); None for any other URL."""
+    bare = urldefrag(url).url.split("?", 1)[0]
+    for pattern, raw in _FILE_VIEWS:
+        m = pattern.match(bare)
+        if m:
+            return raw.format(*m.groups())
+    return None
 
 
 SUFFIXES_MD = (".md", ".markdown", ".mdown", ".mkd")

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from envc.cli import app
 from envc.scrapers import PageContent, choose, read_saved, scrape
 from envc.scrapers.extract import soup_of
-from envc.scrapers.fetch import Page
+from envc.scrapers.fetch import Page, raw_file_url
 from envc.scrapers.md import front_matter, is_markdown
 from envc.scrapers.text import to_html
 
@@ -139,7 +139,8 @@ class _RawFiles(BaseHTTPRequestHandler):
     """A code host's raw file server: every file as text/plain, as raw.githubusercontent.com serves `.md`."""
 
     def do_GET(self) -> None:
-        path = REAL / "rulebooks" / self.path.rsplit("/", 1)[-1]
+        name = self.path.rsplit("/", 1)[-1]
+        path = REAL / ("backgammon" if name.endswith(".html") else "rulebooks") / name
         if self.path == "/robots.txt" or not path.is_file():
             self.send_response(404)
             self.end_headers()
@@ -186,3 +187,25 @@ def test_hostile_markdown_is_cut_with_a_note(tmp_path: Path, monkeypatch: pytest
     assert res.exit_code == 0, res.output
     draft = out.read_text()
     assert "more than 20,000 characters of Markdown; read up to character" in draft and "never read" not in draft
+
+
+def test_a_raw_html_file_served_as_text_plain_is_read_as_html(raw_host: str) -> None:
+    d = scrape([f"{raw_host}/rules.html"])
+    assert "hitting_entering" in d.doc["actions"]  # the docutils page's heading, as when saved
+
+
+@pytest.mark.parametrize(
+    ("view", "raw"),
+    [
+        ("https://github.com/rigard/rulebooks/blob/master/rulebooks/splendor.md",
+         "https://raw.githubusercontent.com/rigard/rulebooks/master/rulebooks/splendor.md"),
+        ("https://github.com/o/r/blob/v1.2/docs/rules.md?plain=1#setup",
+         "https://raw.githubusercontent.com/o/r/v1.2/docs/rules.md"),
+        ("https://gitlab.com/group/sub/game/-/blob/main/RULES.md", "https://gitlab.com/group/sub/game/-/raw/main/RULES.md"),
+        ("https://codeberg.org/o/r/src/branch/main/rules.md", "https://codeberg.org/o/r/raw/branch/main/rules.md"),
+        ("https://github.com/o/r", None),
+        ("https://example.com/o/r/blob/main/rules.md", None),
+    ],
+)
+def test_code_host_file_views_are_read_as_raw_files(view: str, raw: str | None) -> None:
+    assert raw_file_url(view) == raw
