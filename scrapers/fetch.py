@@ -153,10 +153,13 @@ class Fetcher:
                     mime = "text/html"
                 else:
                     raise ScrapeError(f"{current}: expected an HTML page, got content type 'none'")
-            from .md import is_markdown, markdown_page  # it imports this module
+            from .md import is_markdown, markdown_page  # they import this module
+            from .rst import is_rst, rst_page
 
             if is_markdown(current, mime):
                 return markdown_page(current, body, _charset(ctype))
+            if is_rst(current, mime):
+                return rst_page(current, body, _charset(ctype))
             if mime == "text/plain" and urlsplit(current).path.lower().endswith((".html", ".htm")):
                 mime = "text/html"  # a raw file server sends every file as text/plain
             if mime == "text/plain":
@@ -284,6 +287,10 @@ def read_saved(path: str, max_bytes: int = 5 * 1024 * 1024, url: str | None = No
         from .md import markdown_page
 
         return markdown_page(url or p.resolve().as_uri(), body, None)
+    if p.suffix.lower() in (".rst", ".rest"):
+        from .rst import rst_page
+
+        return rst_page(url or p.resolve().as_uri(), body, None)
     if not _looks_like_html(body):
         from .text import looks_like_text
 

@@ -1,5 +1,6 @@
-"""envc scrape (issue #23): Markdown rulebooks, and actions a rulebook announces instead of heading them ("one
-of the following four actions:" and a list or the subsections after it). The rulebooks in
+"""envc scrape (issue #23): rulebooks in Markdown and reStructuredText (files, raw URLs, code-host file views),
+and actions a rulebook announces instead of heading them ("one of the following four actions:" and a list or the
+subsections after it). The rulebooks in
 tests/fixtures/real/rulebooks are public transcriptions nobody here wrote (SOURCE.md); the expected actions were
 read off each rulebook by hand."""
 
@@ -140,7 +141,7 @@ class _RawFiles(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         name = self.path.rsplit("/", 1)[-1]
-        path = REAL / ("backgammon" if name.endswith(".html") else "rulebooks") / name
+        path = REAL / ("backgammon" if name.endswith((".html", ".rst")) else "rulebooks") / name
         if self.path == "/robots.txt" or not path.is_file():
             self.send_response(404)
             self.end_headers()
@@ -209,3 +210,40 @@ def test_a_raw_html_file_served_as_text_plain_is_read_as_html(raw_host: str) -> 
 )
 def test_code_host_file_views_are_read_as_raw_files(view: str, raw: str | None) -> None:
     assert raw_file_url(view) == raw
+
+
+def test_restructuredtext_reads_like_its_docutils_rendering(raw_host: str) -> None:
+    """gnubg's rules.rst, saved and as a raw URL, gives the sections of the HTML docutils made of it."""
+    html = [(s.title, s.kind, s.text) for s in read(REAL / "backgammon" / "rules.html").sections]
+    rst = read(REAL / "backgammon" / "rules.rst")
+    assert [(s.title, s.kind, s.text) for s in rst.sections] == html
+    d = scrape([f"{raw_host}/rules.rst"])
+    assert "hitting_entering" in d.doc["actions"] and any("reStructuredText" in n for n in d.notes)
+
+
+def test_restructuredtext_reads_nothing_from_outside_the_text(tmp_path: Path) -> None:
+    """include, raw and csv-table's :file: would copy a local file into the draft (or fetch a URL): all off."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-LINE\n")
+    rules = tmp_path / "rules.rst"
+    rules.write_text(
+        "Rules\n=====\n\nPlay\n----\n\nTake a stone.\n\n"
+        f".. include:: {secret}\n\n.. raw:: html\n   :file: {secret}\n\n.. raw:: html\n\n   <h2>Injected</h2>\n\n"
+        f".. csv-table:: Cards\n   :file: {secret}\n\n.. csv-table:: Remote\n   :url: http://127.0.0.1:9/x.csv\n\n"
+        "Unclosed *emphasis and a `broken link`_ render as text.\n"
+    )
+    out = tmp_path / "draft.yaml"
+    res = runner.invoke(app, ["scrape", "--from-file", str(rules), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    draft = out.read_text()
+    assert "TOP-SECRET" not in draft and "Injected" not in draft and "Take a stone." in draft
+
+
+def test_restructuredtext_too_deep_to_read_is_one_error_and_no_draft(tmp_path: Path) -> None:
+    rules = tmp_path / "deep.rst"
+    rules.write_text("".join(" " * i + "x\n\n" for i in range(3000)))  # 3,000 nested block quotes
+    out = tmp_path / "draft.yaml"
+    res = runner.invoke(app, ["scrape", "--from-file", str(rules), "-o", str(out)])
+    assert res.exit_code == 1 and not out.exists()
+    want = f"error: {rules.as_uri()}: cannot read the reStructuredText: RecursionError"
+    assert res.output.strip().splitlines()[-1] == want
