@@ -444,7 +444,8 @@ def scrape(
     urls: Annotated[list[str], typer.Argument(help="The rules page first, then card list pages (or saved files)")],
     out: Annotated[str, typer.Option("-o", "--out", help="Draft spec to write")],
     from_file: Annotated[
-        bool, typer.Option("--from-file", help="Read saved pages (HTML, or *.json card lists) instead of fetching")
+        bool,
+        typer.Option("--from-file", help="Read saved pages (HTML, .txt/.md/.rst rulebooks, *.json cards), not URLs"),
     ] = False,
     name: Annotated[str | None, typer.Option(help="Spec name (default: from the page title)")] = None,
     players: Annotated[int, typer.Option(help="Number of players")] = 2,
