@@ -31,12 +31,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_tcg.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check envc tests
+	$(BIN)/ruff check envc tests scrapers benchmarks
 	$(BIN)/mypy envc
 
 test: $(STAMP)
 	$(BIN)/envc lint specs/*.yaml
-	$(BIN)/ruff check envc tests
+	$(BIN)/ruff check envc tests scrapers benchmarks
 	$(BIN)/mypy envc
 	$(BIN)/python -m pytest -n 2 tests
 

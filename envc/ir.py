@@ -480,6 +480,16 @@ class RuleInfo(_Node):
 Bound = Union[float, tuple[float, ...]]  # one bound for every element, or one per element (row-major)
 
 
+def dtype_range(dt: DType) -> tuple[float, float]:
+    """The values a dtype holds: bools 0..1, floats unbounded, integers their range."""
+    if dt is DType.BOOL:
+        return 0.0, 1.0
+    if dt.is_float:
+        return -math.inf, math.inf
+    lo, hi = dt.int_range
+    return float(lo), float(hi)
+
+
 class ObsFieldInfo(_Node):
     """One observation part."""
 
@@ -490,13 +500,7 @@ class ObsFieldInfo(_Node):
 
     def bounds(self) -> tuple[Bound, Bound]:
         """The declared bounds, else the dtype's range (bools 0..1, floats unbounded)."""
-        dt = self.ty.dtype
-        if dt is DType.BOOL:
-            lo, hi = 0.0, 1.0
-        elif dt.is_float:
-            lo, hi = -math.inf, math.inf
-        else:
-            lo, hi = (float(x) for x in dt.int_range)
+        lo, hi = dtype_range(self.ty.dtype)
         return (self.low if self.low is not None else lo, self.high if self.high is not None else hi)
 
     def declared(self) -> tuple[float | np.ndarray | None, float | np.ndarray | None]:
@@ -631,17 +635,12 @@ class SpecIR(_Node):
     def field_range(self, f: FieldInfo) -> tuple[float, float]:
         """The values `f`'s elements hold in the spec's states: its declared bounds, else a zone's count
         0..capacity, an enum's members, the dtype's range (bools 0..1, floats unbounded)."""
-        dt = f.ty.dtype
         if f.zone is not None and f.name.endswith(".count"):
             lo, hi = 0.0, float(self.field(f.zone).ty.shape[-1])
         elif f.ty.enum is not None:
             lo, hi = 0.0, float(next(len(e.members) for e in self.enums if e.name == f.ty.enum) - 1)
-        elif dt is DType.BOOL:
-            lo, hi = 0.0, 1.0
-        elif dt.is_float:
-            lo, hi = -math.inf, math.inf
         else:
-            lo, hi = (float(x) for x in dt.int_range)
+            lo, hi = dtype_range(f.ty.dtype)
         return (f.low if f.low is not None else lo, f.high if f.high is not None else hi)
 
 

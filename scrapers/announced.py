@@ -130,10 +130,13 @@ def _is_lead(text: str) -> bool:
     t = text.strip().strip("*_").strip()
     if len(t) > 400:
         return False
-    if LEAD_RE.search(t):
-        return True
-    words = t.rstrip(":").split()
-    return 0 < len(words) <= 4 and words[-1].lower() in ("action", "actions")
+    return bool(LEAD_RE.search(t)) or _actions_title(t) is not None
+
+
+def _actions_title(text: str) -> list[str] | None:
+    """The words of a short title ending in "Action(s)" ("Corp Actions", "2. Action"), else None."""
+    words = text.strip().rstrip(":").split()
+    return words if 0 < len(words) <= 4 and words[-1].lower() in ("action", "actions") else None
 
 
 def _is_move(text: str) -> bool:
@@ -159,9 +162,7 @@ def _phrase(text: str) -> str:
 
 def _owner(title: str) -> str:
     """Who a short list title's actions belong to ("Corp Actions" -> "Corp"); "" for a sentence."""
-    words = title.strip().rstrip(":").split()
-    if len(words) > 4 or not words or words[-1].lower() not in ("actions", "action"):
-        return ""
+    words = _actions_title(title) or []
     return " ".join(w for w in words if w.lower().strip("'s") not in OWNER_SKIP)
 
 

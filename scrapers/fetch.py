@@ -153,13 +153,9 @@ class Fetcher:
                     mime = "text/html"
                 else:
                     raise ScrapeError(f"{current}: expected an HTML page, got content type 'none'")
-            from .md import is_markdown, markdown_page  # they import this module
-            from .rst import is_rst, rst_page
-
-            if is_markdown(current, mime):
-                return markdown_page(current, body, _charset(ctype))
-            if is_rst(current, mime):
-                return rst_page(current, body, _charset(ctype))
+            markup = markup_page(current, current, mime, body, _charset(ctype))
+            if markup is not None:
+                return markup
             if mime == "text/plain" and urlsplit(current).path.lower().endswith((".html", ".htm")):
                 mime = "text/html"  # a raw file server sends every file as text/plain
             if mime == "text/plain":
@@ -283,14 +279,9 @@ def read_saved(path: str, max_bytes: int = 5 * 1024 * 1024, url: str | None = No
         raise ScrapeError(f"{path}: file is more than the limit of {max_bytes:,} bytes")
     if p.suffix.lower() == ".json" or (_looks_like_json(body) and not _looks_like_html(body)):
         return Page(url or p.resolve().as_uri(), body, content_type="application/json")
-    if p.suffix.lower() in SUFFIXES_MD:
-        from .md import markdown_page
-
-        return markdown_page(url or p.resolve().as_uri(), body, None)
-    if p.suffix.lower() in (".rst", ".rest"):
-        from .rst import rst_page
-
-        return rst_page(url or p.resolve().as_uri(), body, None)
+    markup = markup_page(p.resolve().as_uri(), url or p.resolve().as_uri(), "", body, None)
+    if markup is not None:
+        return markup
     if not _looks_like_html(body):
         from .text import looks_like_text
 
@@ -319,7 +310,17 @@ def raw_file_url(url: str) -> str | None:
     return None
 
 
-SUFFIXES_MD = (".md", ".markdown", ".mdown", ".mkd")
+def markup_page(name: str, url: str, mime: str, body: bytes, charset: str | None) -> Page | None:
+    """A Markdown or reStructuredText rulebook (by the content type, or by the suffix of `name`) as an HTML page;
+    None for anything else."""
+    from .md import is_markdown, markdown_page  # they import this module
+    from .rst import is_rst, rst_page
+
+    if is_markdown(name, mime):
+        return markdown_page(url, body, charset)
+    if is_rst(name, mime):
+        return rst_page(url, body, charset)
+    return None
 
 
 def sniff_utf8(body: bytes) -> str | None:

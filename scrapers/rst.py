@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import docutils.core
 
 from .fetch import Page, ScrapeError
-from .text import decode
+from .text import cut_at_line, decode
 
 SUFFIXES = (".rst", ".rest")
 MIMES = frozenset({"text/x-rst", "text/prs.fallenstein.rst"})
@@ -43,12 +43,8 @@ def is_rst(url: str, mime: str = "") -> bool:
 
 def rst_page(url: str, body: bytes, charset: str | None) -> Page:
     """The reStructuredText document as an HTML page (UTF-8)."""
-    text = decode(body, charset)
-    notes = [f"{url}: reStructuredText, rendered to HTML (docutils {docutils.__version__}; include and raw off)"]
-    if len(text) > MAX_RST_CHARS:
-        cut = text.rfind("\n", 0, MAX_RST_CHARS) + 1 or MAX_RST_CHARS
-        notes.append(f"{url}: more than {MAX_RST_CHARS:,} characters of reStructuredText; read up to character {cut:,}")
-        text = text[:cut]
+    text, cut = cut_at_line(url, decode(body, charset), MAX_RST_CHARS, "reStructuredText")
+    notes = [f"{url}: reStructuredText, rendered to HTML (docutils {docutils.__version__}; include and raw off)", *cut]
     try:
         html = docutils.core.publish_string(text, writer="html5", settings_overrides=SAFE)
     except Exception as e:  # docutils raises errors of many kinds on malformed input

@@ -50,6 +50,14 @@ def decode(body: bytes, charset: str | None = None) -> str:
     return body.decode("latin-1")
 
 
+def cut_at_line(url: str, text: str, limit: int, what: str) -> tuple[str, list[str]]:
+    """The text up to `limit` characters, ended at a line, and a note when some of it was left out."""
+    if len(text) <= limit:
+        return text, []
+    cut = text.rfind("\n", 0, limit) + 1 or limit
+    return text[:cut], [f"{url}: more than {limit:,} characters of {what}; read up to character {cut:,}"]
+
+
 def _style(number: str) -> str:
     """The numbering style of a heading number: "d1" (5), "d3" (508), "d.d" (4.2), "A-d" (A-03), "" none."""
     if not number:
