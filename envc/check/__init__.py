@@ -608,8 +608,10 @@ class Checker:
         span = self.at(*keys)
         if isinstance(value, bool) and want.dtype is DType.BOOL:
             return ir.Lit(value=value, ty=BOOL, span=span)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and want.dtype is DType.F32:
-            return ir.Lit(value=float(value), ty=F32, span=span)
+        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)
+                                        and -(2**31) <= value < 2**32):  # larger ints: the parser's E040
+            if want.dtype is DType.F32:
+                return ir.Lit(value=float(value), ty=F32, span=span)
         snip = self.snippet(keys)
         tree = parse_expr(snip, self.diags) if snip is not None else None
         return self.typed_expr(tree, ctx, locals_, want, span)
