@@ -32,10 +32,16 @@ Algorithms (``T(k, x0, x1)`` is the 20-round threefry2x32 block cipher, see
   it into an FMA, which changes the last bit for about half of the samples in
   e.g. ``[-0.05, 0.05)``. Rust: ``f.mul_add(span, lo)`` on f32.
 * ``randint``: see :func:`randint` (two split keys, multiply/modulo trick).
-* ``bernoulli_scalar(k, p) = uniform_scalar(k, 0, 1) < f32(p)``.
 
-``choice_mask`` and ``shuffle_order`` are envc's own samplers built on top of
-the above; they are not JAX functions.
+The spec language's scalar draws (``uniform_scalar``, ``randint_scalar``,
+``bernoulli_scalar``, ``choice_mask``) take the *site key* ``K = fold_in(k, s)``
+of their draw site and read its two words as their random bits, with no further
+threefry block: ``site_bits(K) = K[0] ^ K[1]``, which is
+``jax.random.bits(k, (s + 1,), uint32)[s]``, so a scalar ``uniform`` at site
+``s`` equals ``jax.random.uniform(k, (s + 1,), float32, lo, hi)[s]``;
+``randint_scalar`` is ``randint``'s arithmetic with ``(hb, lb) = K``.
+``choice_mask`` and ``shuffle_order`` are envc's own samplers; ``shuffle_order``
+draws ``bits(K, (capacity,))``.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ __all__ = [
     "randint",
     "randint_scalar",
     "shuffle_order",
+    "site_bits",
     "split",
     "threefry2x32",
     "uniform",
@@ -288,9 +295,16 @@ def uniform(key: Key, shape: tuple[int, ...] = (), minval: float = 0.0, maxval: 
     return np.asarray(out, dtype=np.float32).reshape(shape)
 
 
+def site_bits(key: Key) -> int:
+    """The 32 bits of a scalar draw whose site key is ``key`` (``fold_in(k, s)`` for site ``s``): ``key[0] ^ key[1]``,
+    equal to ``jax.random.bits(k, (s + 1,), jnp.uint32)[s]``."""
+    return (key[0] ^ key[1]) & _MASK32
+
+
 def uniform_scalar(key: Key, minval: float = 0.0, maxval: float = 1.0) -> float:
-    """Float32 value == ``jax.random.uniform(key, (), jnp.float32, minval, maxval)``."""
-    floats = (bits_scalar(key) >> 9) * _MANTISSA_SCALE
+    """The spec's ``uniform(minval, maxval)`` drawn with site key ``key``: ``uniform``'s float32 arithmetic on
+    ``site_bits(key)``, so at site ``s`` of scope key ``k`` it equals ``jax.random.uniform(k, (s + 1,), ...)[s]``."""
+    floats = (site_bits(key) >> 9) * _MANTISSA_SCALE
     lo = _f32(minval)
     # Double rounding (f64 then f32) of a sum is innocuous since 53 >= 2 * 24 + 2.
     span = _f32(_f32(maxval) - lo)
@@ -361,21 +375,18 @@ def randint(key: Key, minval: int, maxval: int, shape: tuple[int, ...] = ()) -> 
 
 
 def randint_scalar(key: Key, lo: int, hi: int) -> int:
-    """Int == ``jax.random.randint(key, (), lo, hi, jnp.int32)``, see ``randint``."""
+    """The spec's ``randint(lo, hi)`` drawn with site key ``key``: ``randint``'s arithmetic (bounds, span,
+    multiplier) with the site key's own words as ``(hb, lb)`` instead of the bits of ``split(key)``."""
     minval, span, multiplier = _randint_params(lo, hi)
-    k0, k1 = key
-    a0, a1 = _threefry_scalar(k0, k1, 0, 0)
-    b0, b1 = _threefry_scalar(k0, k1, 0, 1)
-    hb = bits_scalar((a0, a1))
-    lb = bits_scalar((b0, b1))
+    hb, lb = key
     off = (_urem(hb, span) * multiplier + _urem(lb, span)) & _MASK32
     off = _urem(off, span)
     return _to_int32(minval + off)
 
 
 def bernoulli_scalar(key: Key, p: float) -> bool:
-    """Bool == ``bool(jax.random.bernoulli(key, p))``, i.e. ``uniform < f32(p)``."""
-    return (bits_scalar(key) >> 9) * _MANTISSA_SCALE < _f32(p)
+    """The spec's ``bernoulli(p)`` drawn with site key ``key``: ``uniform_scalar(key) < f32(p)``."""
+    return (site_bits(key) >> 9) * _MANTISSA_SCALE < _f32(p)
 
 
 def choice_mask(key: Key, mask: Sequence[bool]) -> int:

@@ -103,8 +103,10 @@ def test_maskable_ppo_reads_the_legal_mask_and_never_plays_an_illegal_move() -> 
         illegal_seen |= bool((~masks).any())
         actions, _ = model.predict(obs, action_masks=masks)
         assert masks[np.arange(4), actions].all()
-        obs, _, _, infos = vec.step(actions)
-        np.testing.assert_array_equal(np.stack([i["legal_action_mask"] for i in infos]), vec.action_masks())
+        obs, _, dones, infos = vec.step(actions)
+        # a finished env's info holds its last state's mask; the new episode's is in `reset_infos`
+        now = [vec.reset_infos[i] if done else info for i, (done, info) in enumerate(zip(dones, infos))]
+        np.testing.assert_array_equal(np.stack([i["legal_action_mask"] for i in now]), vec.action_masks())
     assert illegal_seen, "every move was legal throughout: the mask was not exercised"
 
 

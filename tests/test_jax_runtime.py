@@ -171,3 +171,32 @@ def test_bench_rejects_bad_batches() -> None:
         timeout=60,
     )
     assert r.returncode == 2 and "positive integers" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_generated_samplers_equal_the_reference(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JAX package's scalar samplers (docs/spec-language.md 13.4) give the reference's values, bit for bit,
+    on site keys raw or typed, with traced bounds, under vmap."""
+    from envc import rng
+
+    runtime = importlib.import_module(jax_env("cartpole", cache, monkeypatch).package + "._runtime")
+    gen = np.random.default_rng(11)
+    keys = [(int(a), int(b)) for a, b in gen.integers(0, 2**32, size=(300, 2), dtype=np.uint64)]
+    raw = jnp.asarray(np.array(keys, np.uint32))
+    lo_f, hi_f = np.float32(-0.05), np.float32(0.05)
+    bounds = [(0, 1), (0, 7), (-5, 5), (0, 2**16 + 1), (-(2**31), 2**31 - 1), (3, 3), (9, 2)]
+    uniform = jax.jit(jax.vmap(runtime.site_uniform, in_axes=(0, None, None)))
+    randint = jax.jit(jax.vmap(runtime.site_randint, in_axes=(0, None, None)))
+    bernoulli = jax.jit(jax.vmap(runtime.site_bernoulli, in_axes=(0, None)))
+    got = np.asarray(uniform(raw, lo_f, hi_f))
+    want = np.array([rng.uniform_scalar(k, float(lo_f), float(hi_f)) for k in keys], np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    for lo, hi in bounds:
+        assert np.asarray(randint(raw, jnp.int32(lo), jnp.int32(hi))).tolist() == [
+            rng.randint_scalar(k, lo, hi) for k in keys], (lo, hi)
+    assert np.asarray(bernoulli(raw, jnp.float32(0.3))).tolist() == [rng.bernoulli_scalar(k, 0.3) for k in keys]
+    mask = jnp.asarray([False, True, True, False, True])
+    choice = jax.jit(jax.vmap(runtime.choice_index, in_axes=(0, None)))
+    assert np.asarray(choice(raw, mask)).tolist() == [rng.choice_mask(k, list(np.asarray(mask))) for k in keys]
+    typed = jax.random.wrap_key_data(raw[:5])
+    assert np.asarray(jax.vmap(runtime.site_randint, in_axes=(0, None, None))(typed, 0, 7)).tolist() == [
+        rng.randint_scalar(k, 0, 7) for k in keys[:5]]

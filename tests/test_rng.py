@@ -1,7 +1,9 @@
-"""Bit-for-bit comparisons of ``envc.rng`` against the installed ``jax.random``."""
+"""Bit-for-bit comparisons of ``envc.rng`` against the installed ``jax.random`` (the scalar samplers on site keys:
+element s of JAX's vector draw from the scope key; docs/spec-language.md 13.4)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -43,20 +45,35 @@ def many_keys(seed: int, n: int) -> tuple[list[rng.Key], jax.Array]:
 
 
 # Batched jax samplers: jitted once per (batch size, dtype); bounds are traced.
-_v_uniform: Callable[..., jax.Array] = jax.jit(
-    jax.vmap(
-        lambda k, lo, hi: jax.random.uniform(k, (), jnp.float32, lo, hi),
-        in_axes=(0, None, None),
-    )
-)
-_v_randint: Callable[..., jax.Array] = jax.jit(
-    jax.vmap(
-        lambda k, lo, hi: jax.random.randint(k, (), lo, hi, jnp.int32),
-        in_axes=(0, None, None),
-    )
-)
-_v_bernoulli: Callable[..., jax.Array] = jax.jit(jax.vmap(lambda k, p: jax.random.bernoulli(k, p), in_axes=(0, None)))
 _v_bits: Callable[..., jax.Array] = jax.jit(jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32)))
+SITES = 4  # draw sites 0..3 of each scope key
+
+
+@functools.cache
+def _sites(kind: str) -> Callable[..., jax.Array]:
+    """JAX's samplers over a vector of SITES per scope key: element s is the spec's scalar draw at site s."""
+    if kind == "uniform":
+        return jax.jit(jax.vmap(lambda k, lo, hi: jax.random.uniform(k, (SITES,), jnp.float32, lo, hi),
+                                in_axes=(0, None, None)))
+    return jax.jit(jax.vmap(lambda k, p: jax.random.bernoulli(k, p, (SITES,)), in_axes=(0, None)))
+
+
+def site_keys(scopes: list[rng.Key]) -> list[list[rng.Key]]:
+    """The site keys `fold_in(k, s)` of sites 0..SITES-1 of each scope key."""
+    return [[rng.fold_in(k, s) for s in range(SITES)] for k in scopes]
+
+
+def randint_by_definition(site_key: rng.Key, lo: int, hi: int) -> int:
+    """docs/spec-language.md 13.4, restated: with (hb, lb) the site key's words and the span after clipping,
+    the offset is `(hb * 2**32 + lb) mod span` for spans up to 2**16, else `lb mod span` (a span of 2**32 wraps
+    to 0 in jax's uint32 arithmetic and keeps `lb`)."""
+    hb, lb = site_key
+    clo, chi = max(min(lo, I32_MAX), I32_MIN), max(min(hi, I32_MAX), I32_MIN)
+    span = 1 if chi <= clo else chi - clo + (1 if hi > I32_MAX else 0)
+    off = (hb * 2**32 + lb) % span if span <= 2**16 else lb % span
+    v = (clo + off) & (U32 - 1)
+    return v - U32 if v > I32_MAX else v
+
 
 SEEDS = [
     0,
@@ -288,18 +305,25 @@ def test_uniform_vector(lo: float, hi: float) -> None:
 
 @pytest.mark.parametrize(("lo", "hi"), UNIFORM_RANGES)
 def test_uniform_scalar(lo: float, hi: float) -> None:
-    tuples, batch = many_keys(17, 512)
-    expected = np.asarray(_v_uniform(batch, lo, hi))
-    got = np.array([rng.uniform_scalar(k, lo, hi) for k in tuples], dtype=np.float64)
+    """The scalar draw at site s of scope key k is element s of `jax.random.uniform(k, (s + 1,))`."""
+    tuples, batch = many_keys(17, 128)
+    expected = np.asarray(_sites("uniform")(batch, lo, hi)).reshape(-1)
+    got = np.array([rng.uniform_scalar(sk, lo, hi) for row in site_keys(tuples) for sk in row], dtype=np.float64)
     # Every value must be a float32 value, bit-identical to jax.
     np.testing.assert_array_equal(got, got.astype(np.float32).astype(np.float64))
     np.testing.assert_array_equal(got.astype(np.float32).view(np.uint32), expected.view(np.uint32))
 
 
+def test_site_bits_are_the_scope_keys_bit_stream() -> None:
+    tuples, batch = many_keys(5, 64)
+    expected = np.asarray(jax.vmap(lambda k: jax.random.bits(k, (SITES,), jnp.uint32))(batch))
+    assert [[rng.site_bits(sk) for sk in row] for row in site_keys(tuples)] == expected.tolist()
+
+
 def test_uniform_default_bounds() -> None:
     key = (9, 10)
     np.testing.assert_array_equal(rng.uniform(key, (7,)), np.asarray(jax.random.uniform(jkey(key), (7,))))
-    assert rng.uniform_scalar(key) == float(jax.random.uniform(jkey(key)))
+    assert rng.uniform_scalar(rng.fold_in(key, 3)) == float(jax.random.uniform(jkey(key), (7,))[3])
 
 
 def test_uniform_is_fused_multiply_add() -> None:
@@ -352,8 +376,7 @@ def test_uniform_hypothesis(key: rng.Key, lo: float, width: float) -> None:
     hi = lo + width
     expected = np.asarray(jax.random.uniform(jkey(key), (5,), jnp.float32, lo, hi))
     np.testing.assert_array_equal(rng.uniform(key, (5,), lo, hi).view(np.uint32), expected.view(np.uint32))
-    scalar = np.asarray(jax.random.uniform(jkey(key), (), jnp.float32, lo, hi))
-    assert rng.uniform_scalar(key, lo, hi) == float(scalar)
+    assert rng.uniform_scalar(rng.fold_in(key, 4), lo, hi) == float(expected[4])
 
 
 # ---------------------------------------------------------------- randint
@@ -389,11 +412,12 @@ def test_randint_vector(lo: int, hi: int) -> None:
 
 @pytest.mark.parametrize(("lo", "hi"), RANDINT_RANGES)
 def test_randint_scalar(lo: int, hi: int) -> None:
-    tuples, batch = many_keys(23, 512)
-    expected = np.asarray(_v_randint(batch, np.int32(lo), np.int32(hi)))
+    tuples, _ = many_keys(23, 512)
     got = [rng.randint_scalar(k, lo, hi) for k in tuples]
-    assert got == expected.tolist()
+    assert got == [randint_by_definition(k, lo, hi) for k in tuples]
     assert all(type(v) is int for v in got)
+    if lo < hi:
+        assert all(lo <= v < hi for v in got)
 
 
 OUT_OF_INT32_RANGES = [
@@ -416,17 +440,16 @@ def test_randint_clips_like_jax_x64(lo: int, hi: int) -> None:
         expected = np.asarray(jax.random.randint(jkey(key), (9,), np.int64(lo), np.int64(hi), jnp.int32))
     np.testing.assert_array_equal(rng.randint(key, lo, hi, (9,)), expected)
     # Partitionable mode: a scalar draw equals element 0 of a vector draw.
-    assert rng.randint_scalar(key, lo, hi) == int(expected[0])
     assert int(rng.randint(key, lo, hi, ())) == int(expected[0])
+    assert rng.randint_scalar(key, lo, hi) == randint_by_definition(key, lo, hi)
 
 
 @HYP
 @given(key=keys, a=st.integers(I32_MIN, I32_MAX), b=st.integers(I32_MIN, I32_MAX))
 def test_randint_hypothesis(key: rng.Key, a: int, b: int) -> None:
     lo, hi = min(a, b), max(a, b)
-    expected = int(jax.random.randint(jkey(key), (), lo, hi, jnp.int32))
     got = rng.randint_scalar(key, lo, hi)
-    assert got == expected
+    assert got == randint_by_definition(key, lo, hi)
     assert lo == hi or lo <= got < hi
     np.testing.assert_array_equal(
         rng.randint(key, lo, hi, (5,)),
@@ -439,9 +462,9 @@ def test_randint_hypothesis(key: rng.Key, a: int, b: int) -> None:
 
 @pytest.mark.parametrize("p", [0.0, 0.25, 0.5, 1.0, 0.3, 1e-8, 0.999999])
 def test_bernoulli_scalar(p: float) -> None:
-    tuples, batch = many_keys(31, 512)
-    expected = np.asarray(_v_bernoulli(batch, np.float32(p)))
-    got = [rng.bernoulli_scalar(k, p) for k in tuples]
+    tuples, batch = many_keys(31, 128)
+    expected = np.asarray(_sites("bernoulli")(batch, np.float32(p))).reshape(-1)
+    got = [rng.bernoulli_scalar(sk, p) for row in site_keys(tuples) for sk in row]
     assert got == expected.tolist()
     assert all(type(v) is bool for v in got)
     if p == 0.0:
@@ -454,17 +477,18 @@ def test_bernoulli_boundary_is_strict() -> None:
     # p equal to the drawn uniform gives False (u < p), the next float32 up True;
     # p is rounded to float32 first, so u * (1 + 2**-30) behaves like u.
     for key in TEST_KEYS:
-        u = rng.uniform_scalar(key)
+        u = rng.uniform_scalar(rng.fold_in(key, 2))
         above = float(np.nextafter(np.float32(u), np.float32(2.0)))
         for p, expected in [(u, False), (u * (1 + 2.0**-30), False), (above, True)]:
-            assert rng.bernoulli_scalar(key, p) is expected
-            assert bool(jax.random.bernoulli(jkey(key), np.float32(p))) is expected
+            assert rng.bernoulli_scalar(rng.fold_in(key, 2), p) is expected
+            assert bool(jax.random.bernoulli(jkey(key), np.float32(p), (3,))[2]) is expected
 
 
 @HYP
-@given(key=keys, p=st.floats(0.0, 1.0))
-def test_bernoulli_hypothesis(key: rng.Key, p: float) -> None:
-    assert rng.bernoulli_scalar(key, p) == bool(jax.random.bernoulli(jkey(key), p))
+@given(key=keys, p=st.floats(0.0, 1.0), site=st.integers(0, 9))
+def test_bernoulli_hypothesis(key: rng.Key, p: float, site: int) -> None:
+    expected = bool(jax.random.bernoulli(jkey(key), p, (site + 1,))[site])
+    assert rng.bernoulli_scalar(rng.fold_in(key, site), p) == expected
 
 
 # ---------------------------------------------------------------- choice_mask
@@ -475,13 +499,13 @@ MASK = [False, True, False, True, True, False, True]
 def test_choice_mask_known_answers() -> None:
     key = rng.key_from_seed(0)
     got = [rng.choice_mask(rng.fold_in(key, i), MASK) for i in range(10)]
-    assert got == [6, 4, 6, 6, 1, 4, 1, 1, 6, 1]
+    assert got == [4, 3, 3, 4, 4, 3, 6, 6, 6, 6]
 
 
-def test_choice_mask_matches_definition_via_jax() -> None:
+def test_choice_mask_matches_definition() -> None:
     true_idx = np.flatnonzero(MASK)
-    tuples, batch = many_keys(41, 256)
-    r = np.asarray(_v_randint(batch, np.int32(0), np.int32(len(true_idx))))
+    tuples, _ = many_keys(41, 256)
+    r = [randint_by_definition(k, 0, len(true_idx)) for k in tuples]
     got = [rng.choice_mask(k, MASK) for k in tuples]
     assert got == true_idx[r].tolist()
     assert set(got) == set(true_idx.tolist())  # every True entry is reachable

@@ -73,13 +73,12 @@ def test_python_binding_matches_jax_live(module: object) -> None:
         assert m.bits(key, 5) == [int(b) for b in np.asarray(jax.random.bits(kj, (5,), jnp.uint32))]
         lo = float(np.float32(gen.uniform(-100, 100)))
         hi = float(np.float32(lo + gen.uniform(0, 50)))
-        want = np.float32(jax.random.uniform(kj, (), jnp.float32, lo, hi))
-        assert np.float32(m.uniform(key, lo, hi)).view(np.uint32) == want.view(np.uint32)
-        a = int(gen.integers(-(2**31), 2**31 - 1))
-        b = int(gen.integers(a, 2**31))
-        assert m.randint(key, a, b) == int(jax.random.randint(kj, (), a, b, jnp.int32))
+        s = int(gen.integers(0, 8))  # a draw at site s reads the site key fold_in(key, s)
+        site = m.fold_in(key, s)
+        want = np.float32(jax.random.uniform(kj, (s + 1,), jnp.float32, lo, hi)[s])
+        assert np.float32(m.uniform(site, lo, hi)).view(np.uint32) == want.view(np.uint32)
         p = float(gen.uniform())
-        assert m.bernoulli(key, p) == bool(jax.random.bernoulli(kj, p))
+        assert m.bernoulli(site, p) == bool(jax.random.bernoulli(kj, p, (s + 1,))[s])
 
 
 def test_envc_samplers_match_the_reference(module: object) -> None:
@@ -91,6 +90,9 @@ def test_envc_samplers_match_the_reference(module: object) -> None:
         key = (int(gen.integers(2**32)), int(gen.integers(2**32)))
         mask = [bool(x) for x in gen.integers(0, 2, size=int(gen.integers(1, 12)))]
         assert m.choice_mask(key, mask) == rng.choice_mask(key, mask)
+        a = int(gen.integers(-(2**31), 2**31 - 1))
+        b = int(gen.integers(a, 2**31))
+        assert m.randint(key, a, b) == rng.randint_scalar(key, a, b)
         cap = int(gen.integers(1, 30))
         count = int(gen.integers(0, cap + 1))
         assert m.shuffle_order(key, cap, count) == rng.shuffle_order(key, cap, count)

@@ -362,10 +362,10 @@ class Emitter:
         k = f"jax.random.fold_in({sc.key}, {e.site})"
         args = [self.expr(a, sc) for a in e.args]
         if e.dist == "uniform":
-            return f"jax.random.uniform({k}, (), jnp.float32, {args[0]}, {args[1]})"
+            return f"site_uniform({k}, {args[0]}, {args[1]})"
         if e.dist == "randint":
-            return f"jax.random.randint({k}, (), {args[0]}, {args[1]}, jnp.int32)"
-        return f"(jax.random.uniform({k}, (), jnp.float32) < {args[0]})"
+            return f"site_randint({k}, {args[0]}, {args[1]})"
+        return f"site_bernoulli({k}, {args[0]})"
 
     # ---- calls: each callable is one generated function, so code grows linearly with the spec ------------
     def touched(self, name: str) -> set[str]:

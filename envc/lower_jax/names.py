@@ -20,7 +20,8 @@ MODULE_GLOBALS = frozenset(
     {
         "annotations", "Any", "chex", "jax", "jnp", "np", "C", "EnvParams", "State", "Env",
         "argmax_where", "argmin_where", "choice_index", "clamp_index", "drop_index", "float_to_int", "floor_div",
-        "floor_mod", "shuffle_order", "to_enum", "zone_insert", "zone_remove",
+        "floor_mod", "shuffle_order", "site_bernoulli", "site_randint", "site_uniform", "to_enum", "zone_insert",
+        "zone_remove",
         "SPEC_FILE", "SPEC_PATH", "SPEC_SHA256", "NUM_PLAYERS", "NUM_ACTIONS", "ILLEGAL_ACTION_PENALTY",
         "reset", "apply_rules", "reward", "is_terminated", "is_truncated", "observe", "legal_action_mask",
         "apply_action", "effect_box",

@@ -681,7 +681,7 @@ class Emitter:
         self.line(f"let {at}: [u32; {len(sites)}] = [{', '.join(f'{x}u32' for x in sites)}];")
         self.line(f"let mut {draws} = [0u32; {len(sites)}];")
         self.line(f"for i in 0..{len(sites)} {{")
-        self.line(f"    {draws}[i] = rng::bits_scalar(rng::fold_in({ctx.key}, {at}[i]));")
+        self.line(f"    {draws}[i] = rng::site_bits(rng::fold_in({ctx.key}, {at}[i]));")
         self.line("}")
         self.hoisted = {x: f"{draws}[{i}]" for i, x in enumerate(sites)}
 

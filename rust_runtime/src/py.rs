@@ -173,19 +173,19 @@ mod rngfns {
         out
     }
 
-    /// `jax.random.uniform(key, (), float32, lo, hi)`.
+    /// The spec's `uniform(lo, hi)` with site key `key` (`envc.rng.uniform_scalar`).
     #[pyfunction]
     pub fn uniform(key: PyKey, lo: f32, hi: f32) -> f32 {
         rng::uniform(k(key), lo, hi)
     }
 
-    /// `jax.random.randint(key, (), lo, hi, int32)`.
+    /// The spec's `randint(lo, hi)` with site key `key` (`envc.rng.randint_scalar`).
     #[pyfunction]
     pub fn randint(key: PyKey, lo: i64, hi: i64) -> i32 {
         rng::randint(k(key), lo, hi)
     }
 
-    /// `jax.random.bernoulli(key, p)`.
+    /// The spec's `bernoulli(p)` with site key `key` (`envc.rng.bernoulli_scalar`).
     #[pyfunction]
     pub fn bernoulli(key: PyKey, p: f32) -> bool {
         rng::bernoulli(k(key), p)

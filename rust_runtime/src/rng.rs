@@ -3,7 +3,8 @@
 //!
 //! `T(k, x0, x1)` is the 20-round threefry2x32 block; all arithmetic is modulo 2**32.
 //! `split(k, n)[i] = T(k, 0, i)`, `fold_in(k, d) = T(k, 0, d)`, `bits(k, n)[i] = y0 ^ y1` of
-//! `T(k, hi32(i), lo32(i))`. The samplers are defined in docs/spec-language.md section 13.
+//! `T(k, hi32(i), lo32(i))`. The samplers are defined in docs/spec-language.md section 13: the scalar ones take
+//! a draw's site key `fold_in(k, s)` and read its two words as their bits.
 
 /// A threefry2x32 key: two u32 words, equal to `jax.random.key_data(key)`.
 pub type Key = [u32; 2];
@@ -84,14 +85,22 @@ fn unit(bits: u32) -> f32 {
     (bits >> 9) as f32 * (1.0 / 8_388_608.0)
 }
 
-/// `jax.random.uniform(key, (), float32, lo, hi)` as XLA compiles it on CPU (with a fused multiply-add):
-/// `max(lo, fma(f, hi - lo, lo))`, NaN results give `lo`.
+/// The 32 bits of a scalar draw whose site key is `key` (`fold_in(k, s)` for site `s`): `key[0] ^ key[1]`,
+/// which is `jax.random.bits(k, (s + 1,), uint32)[s]` (no second threefry block).
 #[inline]
-pub fn uniform(key: Key, lo: f32, hi: f32) -> f32 {
-    uniform_from(bits_scalar(key), lo, hi)
+pub fn site_bits(key: Key) -> u32 {
+    key[0] ^ key[1]
 }
 
-/// [`uniform`] of the key whose `bits_scalar` is `bits`.
+/// The spec's `uniform(lo, hi)` drawn with site key `key`: the float32 arithmetic of `jax.random.uniform` as XLA
+/// compiles it on CPU (a fused multiply-add), `max(lo, fma(f, hi - lo, lo))`, NaN results give `lo`, on
+/// `site_bits(key)`.
+#[inline]
+pub fn uniform(key: Key, lo: f32, hi: f32) -> f32 {
+    uniform_from(site_bits(key), lo, hi)
+}
+
+/// [`uniform`] of the site key whose `site_bits` are `bits`.
 #[inline]
 pub fn uniform_from(bits: u32, lo: f32, hi: f32) -> f32 {
     let f = unit(bits);
@@ -113,7 +122,8 @@ fn urem(a: u32, b: u32) -> u32 {
     }
 }
 
-/// `jax.random.randint(key, (), lo, hi, int32)`; bounds outside i32 are clipped, `hi <= lo` gives `lo`.
+/// The spec's `randint(lo, hi)` drawn with site key `key`: the arithmetic of `jax.random.randint(.., int32)` with
+/// the site key's words as its high and low bits; bounds outside i32 are clipped, `hi <= lo` gives `lo`.
 #[inline]
 pub fn randint(key: Key, minval: i64, maxval: i64) -> i32 {
     let lo = minval.clamp(i32::MIN as i64, i32::MAX as i64);
@@ -126,8 +136,7 @@ pub fn randint(key: Key, minval: i64, maxval: i64) -> i32 {
     }
     let m = urem(1 << 16, span);
     let m = urem(m.wrapping_mul(m), span);
-    let (k1, k2) = split2(key);
-    let (hb, lb) = (bits_scalar(k1), bits_scalar(k2));
+    let [hb, lb] = key;
     let off = urem(
         urem(hb, span).wrapping_mul(m).wrapping_add(urem(lb, span)),
         span,
@@ -135,10 +144,10 @@ pub fn randint(key: Key, minval: i64, maxval: i64) -> i32 {
     (lo as u32).wrapping_add(off) as i32
 }
 
-/// `jax.random.bernoulli(key, p)`: `uniform(key) < p`.
+/// The spec's `bernoulli(p)` drawn with site key `key`: `uniform(key) < p`.
 #[inline]
 pub fn bernoulli(key: Key, p: f32) -> bool {
-    unit(bits_scalar(key)) < p
+    unit(site_bits(key)) < p
 }
 
 /// envc's `choice`: the position of the `(r + 1)`-th true entry of `mask` where

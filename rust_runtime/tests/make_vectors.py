@@ -49,15 +49,18 @@ def lines() -> list[str]:
         for n in (1, 3, 10):
             b = np.asarray(jax.random.bits(kj, (n,), jnp.uint32))
             out.append(f"bits {key[0]} {key[1]} {n} = {' '.join(str(int(x)) for x in b)}")
-        for lo, hi in ((0.0, 1.0), (-0.05, 0.05), (-3.0, 10.5), (2.0, 2.0), (1e-3, 1e30)):
-            u = float(jax.random.uniform(kj, (), jnp.float32, lo, hi))
-            out.append(f"uniform {key[0]} {key[1]} {f32_bits(lo)} {f32_bits(hi)} = {f32_bits(u)}")
+        # The scalar samplers take a site key `fold_in(k, s)`: a uniform at site s is element s of JAX's vector
+        # draw from the scope key k (docs/spec-language.md 13.4); randint has no JAX form (envc.rng's).
+        for s, (lo, hi) in enumerate(((0.0, 1.0), (-0.05, 0.05), (-3.0, 10.5), (2.0, 2.0), (1e-3, 1e30))):
+            site = tuple(int(w) for w in np.asarray(jax.random.fold_in(kj, np.uint32(s))))
+            u = float(jax.random.uniform(kj, (s + 1,), jnp.float32, lo, hi)[s])
+            out.append(f"uniform {site[0]} {site[1]} {f32_bits(lo)} {f32_bits(hi)} = {f32_bits(u)}")
         for lo, hi in ((0, 2), (0, 7), (-5, 5), (3, 3), (10, 2), (0, 100_000), (-(2**31), 2**31 - 1), (7, 2**20)):
-            r = int(jax.random.randint(kj, (), lo, hi, jnp.int32))
-            out.append(f"randint {key[0]} {key[1]} {lo} {hi} = {r}")
-        for p in (0.0, 0.25, 0.5, 0.999, 1.0):
-            b = bool(jax.random.bernoulli(kj, p))
-            out.append(f"bernoulli {key[0]} {key[1]} {f32_bits(p)} = {int(b)}")
+            out.append(f"randint {key[0]} {key[1]} {lo} {hi} = {rng.randint_scalar(key, lo, hi)}")
+        for s, p in enumerate((0.0, 0.25, 0.5, 0.999, 1.0)):
+            site = tuple(int(w) for w in np.asarray(jax.random.fold_in(kj, np.uint32(s))))
+            b = bool(jax.random.bernoulli(kj, p, (s + 1,))[s])
+            out.append(f"bernoulli {site[0]} {site[1]} {f32_bits(p)} = {int(b)}")
         for mask in ("1", "0110", "10101", "0000", "1111111"):
             i = rng.choice_mask(key, [c == "1" for c in mask])
             out.append(f"choice {key[0]} {key[1]} {mask} = {i}")
