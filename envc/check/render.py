@@ -73,7 +73,7 @@ class RenderChecker:
         span = self.ck.at(*keys)
         if isinstance(value, bool):
             return ir.Lit(value=value, ty=BOOL, span=span)
-        if isinstance(value, (int, float)):
+        if isinstance(value, float) or (isinstance(value, int) and -(2**31) <= value < 2**32):  # larger: E040
             return ir.Lit(value=float(value), ty=F32, span=span)
         if snip is None:
             snip = self.ck.snippet(keys)

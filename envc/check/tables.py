@@ -181,7 +181,10 @@ def scalar_value(raw: object, ty: Ty, enum_members: Callable[[str], tuple[str, .
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise DataError(span, f"{show(raw)} is not {_a(ty.dtype.value)}")
     if ty.dtype.is_float:
-        return float(raw)
+        try:
+            return float(raw)
+        except OverflowError:  # an integer beyond every float
+            raise DataError(span, f"{show(raw)} does not fit in {ty.dtype.value}") from None
     if isinstance(raw, float):
         if not raw.is_integer():
             raise DataError(span, f"{show(raw)} is not an integer")
