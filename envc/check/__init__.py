@@ -11,7 +11,7 @@ from typing import Any
 from envc import ast, ir
 from envc import document as d
 from envc.check import action as action_scope
-from envc.check.body import Bail, BodyChecker, Env
+from envc.check.body import Bail, BodyChecker, Env, plain_number
 from envc.check.budget import check_budget
 from envc.check.render import check_render
 from envc.check.symbols import (
@@ -608,10 +608,8 @@ class Checker:
         span = self.at(*keys)
         if isinstance(value, bool) and want.dtype is DType.BOOL:
             return ir.Lit(value=value, ty=BOOL, span=span)
-        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)
-                                        and -(2**31) <= value < 2**32):  # larger ints: the parser's E040
-            if want.dtype is DType.F32:
-                return ir.Lit(value=float(value), ty=F32, span=span)
+        if plain_number(value) and want.dtype is DType.F32:
+            return ir.Lit(value=float(value), ty=F32, span=span)
         snip = self.snippet(keys)
         tree = parse_expr(snip, self.diags) if snip is not None else None
         return self.typed_expr(tree, ctx, locals_, want, span)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from envc import ast, ir
 from envc.check import loops, mathops, values
@@ -89,6 +90,14 @@ class Env:
 
 def _lit(value: bool | int | float, ty: Ty, span: Span) -> ir.Lit:
     return ir.Lit(value=value, ty=ty, span=span)
+
+
+def plain_number(value: object) -> TypeGuard[int | float]:
+    """A YAML number the checker takes as a literal as it is: a float, or an int a literal may hold (a larger int
+    goes through the parser, which reports its E040)."""
+    return isinstance(value, float) or (
+        isinstance(value, int) and not isinstance(value, bool) and mathops.literal_fits(value)
+    )
 
 
 class BodyChecker:
@@ -431,7 +440,7 @@ class BodyChecker:
             if isinstance(e.value, float):
                 return self.float_literal(_lit(e.value, F32, e.span), e.value)
             lit = _lit(e.value, I32, e.span)
-            if not -(2**31) <= e.value < 2**32:
+            if not mathops.literal_fits(e.value):
                 raise self.err(e.span, "E040", f"integer literal {e.value} does not fit in 32 bits")
             self.weak[id(lit)] = lit
             return lit

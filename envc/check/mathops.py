@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 # The builtins this module types (BodyChecker.call hands them over).
 BUILTIN_FNS = frozenset({*F32_1, *F32_2, *PREDICATES, "sign", "pow"})
 CONSTANT_NAMES = tuple(CONSTANTS)  # pi tau e inf
-_LITERAL_RANGE = (-(2**31), 2**32)  # what an untyped integer literal may hold (6.2)
+
+
+def literal_fits(value: int) -> bool:
+    """Can an untyped integer literal hold `value` (6.2: an i32 or a u32)?"""
+    return -(2**31) <= value < 2**32
 
 
 def _lit(value: bool | int | float, ty: Ty, span: Span) -> ir.Lit:
@@ -46,7 +50,7 @@ def _static_int(x: ir.Expr) -> int | None:
 
 def _weak_result(chk: BodyChecker, value: int, span: Span, text: str) -> ir.Lit:
     """An untyped literal folded from two untyped literals: exact, and it must fit an integer literal."""
-    if not _LITERAL_RANGE[0] <= value < _LITERAL_RANGE[1]:
+    if not literal_fits(value):
         raise chk.err(span, "E040", f"{text} is {value}, which does not fit in 32 bits")
     lit = _lit(value, I32, span)
     chk.weak[id(lit)] = lit

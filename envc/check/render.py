@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from envc import document as d
 from envc import ir
-from envc.check.body import Bail, BodyChecker
+from envc.check.body import Bail, BodyChecker, plain_number
 from envc.check.symbols import Context, LocalVar
 from envc.ir import BOOL, F32, I32
 from envc.load import YScalar, node_at
@@ -73,7 +73,7 @@ class RenderChecker:
         span = self.ck.at(*keys)
         if isinstance(value, bool):
             return ir.Lit(value=value, ty=BOOL, span=span)
-        if isinstance(value, float) or (isinstance(value, int) and -(2**31) <= value < 2**32):  # larger: E040
+        if plain_number(value):
             return ir.Lit(value=float(value), ty=F32, span=span)
         if snip is None:
             snip = self.ck.snippet(keys)

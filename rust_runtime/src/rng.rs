@@ -46,12 +46,6 @@ pub fn fold_in(key: Key, data: u32) -> Key {
     [a, b]
 }
 
-/// `jax.random.split(key)`: the two keys `T(key, 0, 0)` and `T(key, 0, 1)`.
-#[inline]
-pub fn split2(key: Key) -> (Key, Key) {
-    (fold_in(key, 0), fold_in(key, 1))
-}
-
 /// `jax.random.split(key, out.len())`.
 pub fn split(key: Key, out: &mut [Key]) {
     for (i, k) in out.iter_mut().enumerate() {
@@ -64,12 +58,6 @@ pub fn split(key: Key, out: &mut [Key]) {
 pub fn bits_at(key: Key, i: u64) -> u32 {
     let (y0, y1) = threefry2x32(key, (i >> 32) as u32, i as u32);
     y0 ^ y1
-}
-
-/// `jax.random.bits(key, (), uint32)`.
-#[inline]
-pub fn bits_scalar(key: Key) -> u32 {
-    bits_at(key, 0)
 }
 
 /// `jax.random.bits(key, (out.len(),), uint32)`.
