@@ -65,10 +65,10 @@ def lint(
 @app.command()
 def run(
     spec: Annotated[str, typer.Argument(help="Spec file")],
-    episodes: Annotated[int, typer.Option(help="Episodes to play")] = 10,
+    episodes: Annotated[int, typer.Option(min=1, help="Episodes to play")] = 10,
     seed: Annotated[int, typer.Option(help="Seed for keys and the random policy")] = 0,
     backend: Annotated[str, typer.Option(help="reference, jax or rust")] = "reference",
-    max_steps: Annotated[int, typer.Option(help="Cut an episode after this many steps")] = 10_000,
+    max_steps: Annotated[int, typer.Option(min=1, help="Cut an episode after this many steps")] = 10_000,
     record: Annotated[
         str | None, typer.Option(help="Also write one random episode, drawn by the spec's render, to this .gif or .mp4")
     ] = None,
@@ -181,8 +181,8 @@ def verify(
             "run that backend instead of the reference interpreter)"
         ),
     ] = None,
-    episodes: Annotated[int, typer.Option(help="L3 episodes (L1 uses a fifth of them)")] = 100,
-    states: Annotated[int, typer.Option(help="L2 injected states per source")] = 200,
+    episodes: Annotated[int, typer.Option(min=1, help="L3 episodes (L1 uses a fifth of them)")] = 100,
+    states: Annotated[int, typer.Option(min=1, help="L2 injected states per source")] = 200,
     seed: Annotated[int, typer.Option(help="Seed for keys and actions")] = 0,
     level: Annotated[list[str] | None, typer.Option(help="Levels to run (default L1 L2 L3)")] = None,
     against: Annotated[
@@ -192,15 +192,23 @@ def verify(
             "`declared` (the spec's oracle: target); docs/oracle.md"
         ),
     ] = None,
-    stat_episodes: Annotated[int, typer.Option(help="With --against: L3 (c) episodes on each side (0: skip)")] = 200,
-    max_steps: Annotated[int, typer.Option(help="With --against: cut an episode after this many steps")] = 1000,
+    stat_episodes: Annotated[
+        int, typer.Option(min=0, help="With --against: L3 (c) episodes on each side (0: skip)")
+    ] = 200,
+    max_steps: Annotated[int, typer.Option(min=1, help="With --against: cut an episode after this many steps")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (for tools)")] = False,
 ) -> None:
     """Hierarchical verification: L1 properties, L2 one-step differential, L3 matched episodes."""
+    from envc.against import LEVELS
     from envc.verify import verify as run_verify
 
+    levels = tuple(level or LEVELS)
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if bad:
+        _error(f"unknown level '{bad[0]}' (L1, L2, L3)")
+        raise typer.Exit(2)
     if against is not None:
-        _verify_against(spec, against, backend, episodes, states, seed, level, stat_episodes, max_steps, as_json)
+        _verify_against(spec, against, backend, episodes, states, seed, levels, stat_episodes, max_steps, as_json)
         return
     backend = backend or "jax"
     model = _load_or_exit(spec)
@@ -209,7 +217,6 @@ def verify(
     except ValueError as e:
         _error(e)
         raise typer.Exit(2) from None
-    levels = tuple(level or ("L1", "L2", "L3"))
     with err.status("verifying") as status:
         checks = run_verify(
             model,
@@ -251,21 +258,16 @@ def _verify_against(
     episodes: int,
     states: int,
     seed: int,
-    level: list[str] | None,
+    levels: tuple[str, ...],
     stat_episodes: int,
     max_steps: int,
     as_json: bool,
 ) -> None:
     """`envc verify SPEC --against TARGET`: exit 0 all passed, 1 a divergence, 2 nothing could be compared."""
-    from envc.against import LEVELS, verify_against
+    from envc.against import verify_against
     from envc.oracle import OracleError
     from envc.oracle.targets import resolve, target_of
 
-    levels = tuple(level or LEVELS)
-    bad = [lv for lv in levels if lv not in LEVELS]
-    if bad:
-        _error(f"unknown level '{bad[0]}' (L1, L2, L3)")
-        raise typer.Exit(2)
     try:
         model = envc.load(spec)
     except envc.SpecError as e:
@@ -361,9 +363,9 @@ def bench(
     spec: Annotated[str, typer.Argument(help="Spec file")],
     backend: Annotated[str, typer.Option(help="jax or rust")] = "jax",
     batch: Annotated[str, typer.Option(help="Batch sizes, comma-separated")] = "1,256,4096",
-    steps: Annotated[int, typer.Option(help="Steps per rollout")] = 1000,
-    repeats: Annotated[int, typer.Option(help="Timed runs per batch size (the median is reported)")] = 5,
-    threads: Annotated[int | None, typer.Option(help="Rust: worker threads (default: all cores)")] = None,
+    steps: Annotated[int, typer.Option(min=1, help="Steps per rollout")] = 1000,
+    repeats: Annotated[int, typer.Option(min=1, help="Timed runs per batch size (the median is reported)")] = 5,
+    threads: Annotated[int | None, typer.Option(min=1, help="Rust: worker threads (default: all cores)")] = None,
     single_thread_xla: Annotated[
         bool, typer.Option("--single-thread-xla", help="JAX: run XLA's CPU backend on one thread")
     ] = False,

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -57,3 +59,29 @@ def test_run_bad_spec_fails_cleanly(tmp_path: Path) -> None:
     bad.write_text("name: [\n")
     r = envc("run", str(bad))
     assert r.returncode == 1 and "E002" in r.stderr and "Traceback" not in r.stderr
+
+
+CARTPOLE_SPEC = str(ROOT / "specs" / "cartpole.yaml")
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["run", CARTPOLE_SPEC, "--episodes", "-2"], "--episodes"),  # was a numpy traceback
+        (["run", CARTPOLE_SPEC, "--episodes", "0"], "--episodes"),  # was a table of nan
+        (["run", CARTPOLE_SPEC, "--max-steps", "-1"], "--max-steps"),
+        (["verify", CARTPOLE_SPEC, "--level", "L9"], "L9"),  # was a traceback
+        (["verify", CARTPOLE_SPEC, "--episodes", "-5", "--level", "L3"], "--episodes"),  # was a traceback
+        (["verify", CARTPOLE_SPEC, "--states", "0", "--level", "L2"], "--states"),  # passed, comparing nothing
+        (["verify", CARTPOLE_SPEC, "--against", "declared", "--stat-episodes", "-3"], "--stat-episodes"),
+        (["verify", CARTPOLE_SPEC, "--against", "declared", "--max-steps", "0"], "--max-steps"),
+        (["bench", CARTPOLE_SPEC, "--steps", "0"], "--steps"),
+        (["bench", CARTPOLE_SPEC, "--backend", "rust", "--threads", "-2"], "--threads"),  # was a traceback
+    ],
+)
+def test_out_of_range_options_are_one_clear_error(args: list[str], option: str) -> None:
+    """A count that cannot be run is refused before any work (exit 2), never a traceback or a vacuous pass."""
+    r = envc(*args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    assert option in r.stderr, r.stderr
