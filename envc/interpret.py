@@ -22,6 +22,7 @@ from envc import f64, ir, mathops, rng
 from envc.diagnostics import Span, SpecRuntimeError
 from envc.ir import DType, Ty
 from envc.mathops import f32
+from envc.params import checked_params
 
 Value = Any
 Fn = Callable[["Frame"], Value]
@@ -938,10 +939,7 @@ class State:
 def _runtime_params(spec: ir.SpecIR, params: Mapping[str, Any] | None) -> dict[str, Any]:
     """The runtime params: the defaults, with `params` (typed as declared) over them."""
     out = {p.name: _typed(p.ty, p.default) for p in spec.params if not p.static}
-    unknown = set(params or {}) - set(out)
-    if unknown:
-        raise KeyError(f"unknown runtime params {sorted(unknown)}; runtime params are {sorted(out)}")
-    for k, v in (params or {}).items():
+    for k, v in checked_params(spec, params).items():
         ty = next(p.ty for p in spec.params if p.name == k)
         out[k] = wrapper(ty.dtype)(v)
     return out

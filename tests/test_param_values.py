@@ -92,3 +92,33 @@ def test_jax_with_params_steps_like_the_reference(tmp_path: Path) -> None:
     assert bool(short.with_params({"limit_2": 1}).step(short.init((0, 1)), 0, (0, 1)).terminated) is True
     with pytest.raises(KeyError, match="unknown runtime params"):
         envc.build(spec, "jax", params={"limit": 3})
+
+
+@pytest.mark.parametrize("backend", ["reference", "jax"])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"k": "5"}, r"param 'k' \(i32\): expected a number, got '5' \(str\)"),
+        ({"k": None}, r"param 'k' \(i32\): expected a number, got None"),
+        ({"k": 2.5}, r"param 'k' \(i32\): expected an integer, got 2.5"),
+        ({"k": True}, r"param 'k' \(i32\): expected a number, got True \(bool\)"),
+        ({"k": [1, 2]}, r"param 'k' \(i32\): expected a number, got \[1, 2\] \(list\)"),
+        ({"k": np.array([1, 2])}, r"param 'k' \(i32\): expected a number"),
+    ],
+)
+def test_bad_override_values_are_one_clear_error(tmp_path: Path, backend: str, override: dict[str, Any],
+                                                 message: str) -> None:
+    """A value that is not one of the param's type is refused when the env is built, naming the param and its
+    type, on every backend alike (the reference raised struct.error, JAX accepted it and failed later)."""
+    with pytest.raises(ValueError, match=message):
+        envc.build(spec_at(tmp_path), backend, params=override)
+
+
+@pytest.mark.parametrize("backend", ["reference", "jax"])
+def test_override_values_convert_alike(tmp_path: Path, backend: str) -> None:
+    """Integral floats, numpy and JAX scalars are accepted, and integers wrap to the type (spec-language 4.2)."""
+    import jax.numpy as jnp
+
+    for value, want in [(5.0, 5), (np.int64(3), 3), (jnp.int32(4), 4), (2**32 + 9, 9), (-(2**31) - 1, 2**31 - 1)]:
+        env = envc.build(spec_at(tmp_path), backend, params={"k": value})
+        assert int(env.params["k"] if backend == "reference" else env.params.k) == want, (value, backend)

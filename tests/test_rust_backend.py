@@ -332,6 +332,9 @@ def test_runtime_params_override_like_the_reference(rust_cache: Path) -> None:
     assert np.allclose(ref.state_to_dict(r)["observation"], env.state_to_dict(b)["observation"], rtol=1e-5)
     with pytest.raises(KeyError, match="unknown runtime param"):
         rust(path, rust_cache, {"gravityy": 1.0})
+    with pytest.raises(ValueError, match=r"param 'gravity' \(f32\): expected a number, got 'heavy'"):
+        rust(path, rust_cache, {"gravity": "heavy"})
+    assert rust(path, rust_cache, {"max_steps": 2**32 + 7}).params["max_steps"] == 7  # ints wrap (spec-language 4.2)
     # with_params (what verify's param sweep uses) is the same as building with those params
     again = rust(path, rust_cache).with_params({"gravity": 20.0, "max_steps": 7})
     c = again.init(k)

@@ -18,6 +18,7 @@ from envc import __version__, ir
 from envc.interpret import NP_DTYPE
 from envc.lower_jax import TEMPLATES, render
 from envc.lower_jax.names import PyNames
+from envc.params import checked_params
 
 
 def cache_dir() -> Path:
@@ -87,14 +88,11 @@ class JaxEnv:
 
     def _params(self, params: dict[str, Any] | None) -> Any:
         """The package's EnvParams: the defaults with `params` (spec names) over them."""
-        if not params:
+        values = checked_params(self.spec, params)
+        if not values:
             return self.env.default_params
-        runtime = {p.name for p in self.spec.params if not p.static}
-        unknown = set(params) - runtime
-        if unknown:
-            raise KeyError(f"unknown runtime params {sorted(unknown)}; runtime params are {sorted(runtime)}")
         py = PyNames(self.spec)  # a spec name may be spelled otherwise in Python (`link_mass_1` -> `link_mass_1_`)
-        return self.env.default_params.replace(**{py.param(k): v for k, v in params.items()})
+        return self.env.default_params.replace(**{py.param(k): v for k, v in values.items()})
 
     def with_params(self, params: dict[str, Any]) -> JaxEnv:
         """The same compiled env with other runtime params (jit arguments: nothing is traced again)."""

@@ -38,6 +38,7 @@ from envc.lower_rust import (
     runtime_files,
     scalar_only,
 )
+from envc.params import checked_params
 
 
 class RustBuildError(RuntimeError):
@@ -199,7 +200,7 @@ class RustEnv:
         if module is None:
             module = importlib.import_module(compile_to_cache(spec, progress, cache))
         self.module = module
-        self.env = self.module.Env(params)
+        self.env = self.module.Env(checked_params(spec, params) or None)
         self.params = self.env.params
         self.num_players = spec.players
         self.num_actions = spec.num_actions
@@ -207,7 +208,7 @@ class RustEnv:
     def with_params(self, params: Mapping[str, Any]) -> RustEnv:
         """The same built env with other runtime params."""
         other = copy.copy(self)
-        other.env = self.module.Env(params)
+        other.env = self.module.Env(checked_params(self.spec, params) or None)
         other.params = other.env.params
         return other
 
