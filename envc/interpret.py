@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from envc import f64, ir, mathops, rng
+from envc.actions import checked_action
 from envc.diagnostics import Span, SpecRuntimeError
 from envc.ir import DType, Ty
 from envc.mathops import f32
@@ -1060,6 +1061,7 @@ class ReferenceEnv:
 
     def step(self, state: State, action: Any, key: Any = None) -> State:
         """One transition: action effect, automatic rules, then rewards and termination."""
+        action = checked_action(self.spec, action)
         if state.terminated or state.truncated:
             return replace(state, rewards=np.zeros(self.num_players, np.float32))
         k = rng.as_key(key) if key is not None else self._zero_key
@@ -1067,10 +1069,10 @@ class ReferenceEnv:
         data["step_count"][0] = wrapper(DType.I32)(data["step_count"][0] + 1)
         fr = self._frame(data, k)
         if self._box is not None:
-            fr.act = [f32(float(v)) for v in np.asarray(action, dtype=np.float32).reshape(-1)]
+            fr.act = [f32(float(v)) for v in action.reshape(-1)]
             self._box(fr)
         else:
-            a = int(action)
+            a = action
             if not (0 <= a < self.num_actions) or not state.legal_action_mask[a]:
                 pen = self.spec.illegal_action_penalty
                 rewards = np.full(self.num_players, -pen * (self.num_players - 1), np.float32)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir
+from envc.actions import checked_action
 from envc.interpret import NP_DTYPE
 from envc.lower_jax import TEMPLATES, render
 from envc.lower_jax.names import PyNames
@@ -122,7 +123,7 @@ class JaxEnv:
 
     def step(self, state: Any, action: Any, key: Any = None) -> Any:
         """One transition."""
-        return self._step(state, action, self._key(key), self.params)
+        return self._step(state, checked_action(self.spec, action), self._key(key), self.params)
 
     def observe(self, state: Any, player: int) -> Any:
         """Observation of `player`."""

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir, rng
+from envc.actions import checked_action
 from envc.interpret import NP_DTYPE
 from envc.lower_rust import (
     HERE,
@@ -218,7 +219,7 @@ class RustEnv:
 
     def step(self, state: Any, action: Any, key: Any = None) -> Any:
         """One transition."""
-        return self.env.step(state, action, key)
+        return self.env.step(state, checked_action(self.spec, action), key)
 
     def observe(self, state: Any, player: int) -> Any:
         """Observation of `player`."""

@@ -1,0 +1,56 @@
+"""What `step` takes through the runtime API, alike on every backend (docs/spec-language.md 14.3): any integer
+id outside the action range is an illegal action, what is not an action is one ValueError (it was a numpy,
+JAX or PyO3 conversion error, a JAX OverflowError, a silent truncation of 1.5, or a NaN state from `None`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import envc
+from envc.lower_rust.build import RustEnv
+
+ROOT = Path(__file__).resolve().parent.parent
+TIC_TAC_TOE = ROOT / "specs" / "tic_tac_toe.yaml"
+PENDULUM = ROOT / "docs" / "examples" / "pendulum.yaml"
+BACKENDS = ["reference", "jax", "rust"]
+
+
+def build(path: Path, backend: str, rust_cache: Path) -> Any:
+    if backend == "rust":  # the crates test_rust_backend.py builds into the shared cache
+        return RustEnv(envc.load(str(path)), cache=rust_cache)
+    return envc.build(path, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_of_range_ids_are_illegal_actions(backend: str, rust_cache: Path) -> None:
+    env = build(TIC_TAC_TOE, backend, rust_cache)
+    s = env.init((0, 0))
+    for action in (9, -1, 2**40, -(2**63), np.int64(2**40), 9.0):
+        out = env.step(s, action, (0, 1))
+        assert bool(out.terminated), (backend, action)
+        assert np.asarray(out.rewards).tolist() == [-1.0, 1.0] or np.asarray(out.rewards).tolist() == [1.0, -1.0]
+    legal = env.step(s, np.int64(4), (0, 1))
+    assert not bool(legal.terminated) and np.asarray(legal.rewards).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("action", [1.5, float("nan"), "a", None, True, np.array([1, 2]), [3]])
+def test_what_is_not_an_action_id_is_one_value_error(backend: str, action: Any, rust_cache: Path) -> None:
+    env = build(TIC_TAC_TOE, backend, rust_cache)
+    with pytest.raises(ValueError, match=r"an action is an integer id \(0 to 8\), got "):
+        env.step(env.init((0, 0)), action, (0, 1))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_box_actions_are_checked_for_size_and_kind(backend: str, rust_cache: Path) -> None:
+    env = build(PENDULUM, backend, rust_cache)
+    s = env.init((0, 0))
+    same = [np.asarray(env.step(s, a, (0, 1)).rewards).tolist() for a in (0.5, [0.5], np.array([[0.5]], np.float64))]
+    assert same[0] == same[1] == same[2]
+    for action, got in ((np.zeros(3), "got 3"), ("x", "got 'x'"), (None, "got None"), ([], "got 0")):
+        with pytest.raises(ValueError, match=rf"an action is 1 number\(s\) for the box \[1\], {got}"):
+            env.step(s, action, (0, 1))
