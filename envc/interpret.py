@@ -1054,9 +1054,9 @@ class ReferenceEnv:
         return other
 
     def init(self, key: Any) -> State:
-        """A fresh episode: field inits, then the reset body keyed by `key`."""
+        """A fresh episode: field inits, then the reset body keyed by `key` (None: the zero key, as `step`)."""
         data = {f.name: [_typed(f.ty, v) for v in f.init] for f in self.spec.fields}
-        self._reset(self._frame(data, rng.as_key(key)))
+        self._reset(self._frame(data, rng.as_key(key) if key is not None else self._zero_key))
         return self._finish(data, np.zeros(self.num_players, np.float32), False, False)
 
     def step(self, state: State, action: Any, key: Any = None) -> State:

@@ -54,3 +54,14 @@ def test_box_actions_are_checked_for_size_and_kind(backend: str, rust_cache: Pat
     for action, got in ((np.zeros(3), "got 3"), ("x", "got 'x'"), (None, "got None"), ([], "got 0")):
         with pytest.raises(ValueError, match=rf"an action is 1 number\(s\) for the box \[1\], {got}"):
             env.step(s, action, (0, 1))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keys_are_checked_alike(backend: str, rust_cache: Path) -> None:
+    """`init(None)` is the zero key everywhere (the reference refused it); malformed keys are one ValueError."""
+    env = build(TIC_TAC_TOE, backend, rust_cache)
+    none, zero = env.state_to_dict(env.init(None)), env.state_to_dict(env.init((0, 0)))
+    assert none.keys() == zero.keys() and all(np.array_equal(none[k], zero[k]) for k in zero)
+    for key in [(0,), (1, 2, 3), -1, "x", (2**40, 1), (0.5, 1), 7]:
+        with pytest.raises(ValueError, match="key"):
+            env.init(key)
