@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 
 from envc import f64, ir, mathops, rng
-from envc.actions import checked_action
 from envc.diagnostics import Span, SpecRuntimeError
+from envc.inputs import checked_action, checked_params, checked_state
 from envc.ir import DType, Ty
 from envc.mathops import f32
-from envc.params import checked_params
 
 Value = Any
 Fn = Callable[["Frame"], Value]
@@ -1119,14 +1118,10 @@ class ReferenceEnv:
 
     def state_from_dict(self, d: Mapping[str, Any]) -> State:
         """Build a state from `state_to_dict`-style arrays; mask and observation are recomputed."""
-        missing = [f.name for f in self.spec.fields if f.name not in d]
-        if missing:
-            raise KeyError(f"state dict lacks fields {missing}")
+        d = checked_state(self.spec, d)
         data: dict[str, list[Any]] = {}
         for f in self.spec.fields:
-            arr = np.asarray(d[f.name])
-            if arr.shape != f.ty.shape:
-                raise ValueError(f"field '{f.name}' has shape {arr.shape}, expected {f.ty.shape}")
+            arr = d[f.name]
             w = wrapper(f.ty.dtype)
             conv = float if f.ty.dtype.is_float else (bool if f.ty.dtype is DType.BOOL else int)
             data[f.name] = [w(conv(v)) for v in arr.reshape(-1).tolist()]

@@ -1,6 +1,7 @@
-"""What `step` takes through the runtime API, alike on every backend (docs/spec-language.md 14.3): any integer
-id outside the action range is an illegal action, what is not an action is one ValueError (it was a numpy,
-JAX or PyO3 conversion error, a JAX OverflowError, a silent truncation of 1.5, or a NaN state from `None`)."""
+"""What `step`, `init` and `state_from_dict` take through the runtime API, alike on every backend
+(`envc.inputs`; docs/spec-language.md 14.3): any integer id outside the action range is an illegal action, what
+is not an action, a key or a state is one ValueError (it was a numpy, JAX or PyO3 conversion error, a JAX
+OverflowError, a silent truncation of 1.5, or a NaN read as a NaN state or as 0, depending on the backend)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,26 @@ def test_keys_are_checked_alike(backend: str, rust_cache: Path) -> None:
     for key in [(0,), (1, 2, 3), -1, "x", (2**40, 1), (0.5, 1), 7]:
         with pytest.raises(ValueError, match="key"):
             env.init(key)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_injected_states_are_checked_alike(backend: str, rust_cache: Path) -> None:
+    """state_from_dict: the same KeyError/ValueError on every backend, and the same wrapped integers."""
+    env = build(TIC_TAC_TOE, backend, rust_cache)
+    d = env.state_to_dict(env.init((0, 0)))
+
+    def inject(**fields: Any) -> dict[str, Any]:
+        return env.state_to_dict(env.state_from_dict({**d, **fields}))
+
+    with pytest.raises(KeyError, match=r"state dict lacks fields \['board'\]"):
+        env.state_from_dict({k: v for k, v in d.items() if k != "board"})
+    for board, message in [
+        (np.zeros(4, np.int32), r"field 'board' has shape \(4,\), expected \(3, 3\)"),
+        (np.full((3, 3), 0.5), r"field 'board' \(Mark\): 0.5 is not an integer"),
+        (np.full((3, 3), np.nan), r"field 'board' \(Mark\): nan is not an integer"),
+        (np.full((3, 3), "x"), r"field 'board' \(Mark\): expected numbers"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            env.state_from_dict({**d, "board": board})
+    assert inject(board=np.full((3, 3), 2.0))["board"].tolist() == [[2] * 3] * 3  # integral floats are integers
+    assert inject(winner=np.int64(2**32 + 1))["winner"].tolist() == 1  # integers wrap to the field's type

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir
-from envc.actions import checked_action
+from envc.inputs import checked_action, checked_params, checked_state
 from envc.interpret import NP_DTYPE
 from envc.lower_jax import TEMPLATES, render
 from envc.lower_jax.names import PyNames
-from envc.params import checked_params
 
 
 def cache_dir() -> Path:
@@ -139,7 +138,7 @@ class JaxEnv:
 
     def state_from_dict(self, d: dict[str, Any]) -> Any:
         """Inject a state."""
-        return self._inject(*self.env.arrays_from_dict(d), self.params)
+        return self._inject(*self.env.arrays_from_dict(checked_state(self.spec, d)), self.params)
 
     def calls(
         self, name: str, ds: list[dict[str, Any]], args: list[list[Any]], keys: list[Any]

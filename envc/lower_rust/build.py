@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from envc import __version__, ir, rng
-from envc.actions import checked_action
+from envc.inputs import checked_action, checked_params, checked_state
 from envc.interpret import NP_DTYPE
 from envc.lower_rust import (
     HERE,
@@ -39,7 +39,6 @@ from envc.lower_rust import (
     runtime_files,
     scalar_only,
 )
-from envc.params import checked_params
 
 
 class RustBuildError(RuntimeError):
@@ -235,7 +234,7 @@ class RustEnv:
 
     def state_from_dict(self, d: Mapping[str, Any]) -> Any:
         """Inject a state."""
-        return self.env.state_from_dict(d)
+        return self.env.state_from_dict(checked_state(self.spec, d))
 
     def calls(
         self, name: str, ds: list[dict[str, Any]], args: list[list[Any]], keys: list[Any]
