@@ -5,6 +5,7 @@ OverflowError, a silent truncation of 1.5, or a NaN read as a NaN state or as 0,
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ PENDULUM = ROOT / "docs" / "examples" / "pendulum.yaml"
 BACKENDS = ["reference", "jax", "rust"]
 
 
+@functools.cache
 def build(path: Path, backend: str, rust_cache: Path) -> Any:
+    """One env per spec and backend for the whole module (the checks never change an env)."""
     if backend == "rust":  # the crates test_rust_backend.py builds into the shared cache
         return RustEnv(envc.load(str(path)), cache=rust_cache)
     return envc.build(path, backend)
