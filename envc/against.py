@@ -37,7 +37,8 @@ import numpy as np
 
 from envc import ir, rng
 from envc.diagnostics import SpecRuntimeError
-from envc.interpret import NP_DTYPE, Compiler, Frame, ReferenceEnv, State
+from envc.interpret import Compiler, Frame, ReferenceEnv, State
+from envc.ir import NP_DTYPE
 from envc.mathops import f32
 from envc.oracle import Oracle, OracleError, Transition
 from envc.verify import fuzz_state, writers

@@ -24,8 +24,7 @@ from gymnasium import spaces
 
 import envc
 from envc import ir, rng
-from envc.interpret import NP_DTYPE
-from envc.ir import SpecIR
+from envc.ir import NP_DTYPE, SpecIR
 from envc.render import Renderer, state_dict
 
 BACKENDS = ("rust", "reference", "jax")

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from envc.ir import DType, SpecIR
+from envc.ir import NP_DTYPE, DType, SpecIR
 from envc.mathops import wrap
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -32,8 +33,10 @@ def to_scalar(value: Any) -> Any:
 
 
 def traced(value: Any) -> bool:
-    """A JAX tracer (a param under `jax.jit`/`jax.vmap`): its value cannot be read here; the backend takes it."""
-    return any(c.__name__ == "Tracer" and c.__module__.startswith("jax") for c in type(value).__mro__)
+    """A JAX tracer (a param under `jax.jit`/`jax.vmap`): its value cannot be read here; the backend takes it.
+    Without jax imported nothing is one, and the reference and Rust backends never import it for this."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, jax.core.Tracer)
 
 
 def param_value(name: str, dtype: DType, value: Any) -> bool | int | float:
@@ -80,6 +83,8 @@ ILLEGAL = -1  # the id every out-of-range action becomes: illegal on every backe
 def checked_action(spec: SpecIR, action: Any) -> Any:
     """A discrete spec's action as an int id (`ILLEGAL` when outside the action range), a box spec's as a
     float32 array of the box's shape; traced values pass as they are."""
+    if spec.box is None and type(action) is int:  # the common case of a step loop, first
+        return action if 0 <= action < spec.num_actions else ILLEGAL
     if traced(action):
         return action
     if spec.box is None:
@@ -88,13 +93,13 @@ def checked_action(spec: SpecIR, action: Any) -> Any:
 
 
 def _action_id(num_actions: int, action: Any) -> int:
-    if type(action) is int:  # the common case, first
-        return action if 0 <= action < num_actions else ILLEGAL
     v = to_scalar(action)
-    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
-        return _action_id(num_actions, int(v))
-    if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)) and float(v).is_integer():
-        return _action_id(num_actions, int(float(v)))
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        if not isinstance(v, numbers.Integral):
+            x = float(v)
+            v = int(x) if math.isfinite(x) and x.is_integer() else None
+        if v is not None:
+            return int(v) if 0 <= v < num_actions else ILLEGAL
     raise ValueError(f"an action is an integer id (0 to {num_actions - 1}), got {shown_value(action)}")
 
 
@@ -114,34 +119,41 @@ def _box_action(spec: SpecIR, action: Any) -> np.ndarray:
 
 
 def checked_state(spec: SpecIR, d: Mapping[str, Any]) -> dict[str, Any]:
-    """`d` (a `state_to_dict`-style mapping) with every field of the spec as a numpy array of its shape, in int64
-    (integers, enums; wrapped later as each backend stores them), bool or float; other keys pass unchanged."""
+    """`d` (a `state_to_dict`-style mapping) with every field of the spec as a numpy array of the field's shape
+    and dtype (integers wrapped to it, as the backends store them); other keys pass unchanged."""
     missing = [f.name for f in spec.fields if f.name not in d]
     if missing:
         raise KeyError(f"state dict lacks fields {missing}")
     out = dict(d)
     for f in spec.fields:
         arr = np.asarray(d[f.name])
-        kind = f.ty.dtype.value if f.ty.enum is None else f.ty.enum
+        kind = f.ty.enum or f.ty.dtype.value
         if arr.dtype.kind not in "biuf":
             raise ValueError(f"field '{f.name}' ({kind}): expected numbers, got {arr.dtype} values")
         if arr.shape != tuple(f.ty.shape):
             raise ValueError(f"field '{f.name}' has shape {arr.shape}, expected {tuple(f.ty.shape)}")
-        if f.ty.dtype.is_float:
-            out[f.name] = arr.astype(np.float64 if f.ty.dtype is DType.F64 else np.float32)
-        elif f.ty.dtype is DType.BOOL:
-            out[f.name] = arr.astype(bool)
+        want = NP_DTYPE[f.ty.dtype]
+        if arr.dtype == want:  # what state_to_dict gives: nothing to convert
+            out[f.name] = arr
+        elif not f.ty.dtype.is_int:
+            out[f.name] = arr.astype(want)
         else:
             if arr.dtype.kind == "f":
                 bad = ~np.isfinite(arr) | (arr != np.trunc(np.where(np.isfinite(arr), arr, 0)))
                 if bad.any():
                     first = float(arr.reshape(-1)[np.argmax(bad.reshape(-1))])
                     raise ValueError(f"field '{f.name}' ({kind}): {first!r} is not an integer")
-            bits, signed = f.ty.dtype.bits, f.ty.dtype.signed
-            flat = [wrap(int(v), bits, signed) for v in arr.reshape(-1).tolist()]
-            out[f.name] = np.array(flat, np.int64).reshape(arr.shape)
+            out[f.name] = _wrapped(arr, f.ty.dtype).astype(want)
     return out
 
+
+def _wrapped(arr: np.ndarray, dtype: DType) -> np.ndarray:
+    """The integers of `arr` (ints, bools or integral floats) wrapped to `dtype`'s width, as int64."""
+    if arr.dtype.kind == "f" and arr.size and float(np.abs(arr).max()) >= 2.0**63:  # beyond int64: exactly, in Python
+        flat = [wrap(int(v), dtype.bits, dtype.signed) for v in arr.reshape(-1).tolist()]
+        return np.array(flat, np.int64).reshape(arr.shape)
+    low = arr.astype(np.int64) & ((1 << dtype.bits) - 1)  # a uint64 beyond 2**63 keeps its low bits
+    return np.where(low >> (dtype.bits - 1), low - (1 << dtype.bits), low) if dtype.signed else low
 
 __all__ = ["ILLEGAL", "checked_action", "checked_params", "checked_state", "param_value", "shown_value", "to_scalar",
            "traced"]

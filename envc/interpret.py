@@ -21,22 +21,13 @@ import numpy as np
 from envc import f64, ir, mathops, rng
 from envc.diagnostics import Span, SpecRuntimeError
 from envc.inputs import checked_action, checked_params, checked_state
-from envc.ir import DType, Ty
+from envc.ir import NP_DTYPE, DType, Ty
 from envc.mathops import f32
 
 Value = Any
 Fn = Callable[["Frame"], Value]
 Op = Callable[["Frame"], None]
 
-NP_DTYPE = {
-    DType.BOOL: np.bool_,
-    DType.I8: np.int8,
-    DType.I16: np.int16,
-    DType.I32: np.int32,
-    DType.U32: np.uint32,
-    DType.F32: np.float32,
-    DType.F64: np.float64,
-}
 def wrapper(dtype: DType) -> Callable[[Any], Any]:
     """The function that brings a Python value into `dtype`."""
     if dtype is DType.F32:

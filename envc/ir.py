@@ -63,6 +63,18 @@ class _Node(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
 
+# numpy's type for each dtype: how every backend's arrays hold a state field
+NP_DTYPE = {
+    DType.BOOL: np.bool_,
+    DType.I8: np.int8,
+    DType.I16: np.int16,
+    DType.I32: np.int32,
+    DType.U32: np.uint32,
+    DType.F32: np.float32,
+    DType.F64: np.float64,
+}
+
+
 class Ty(_Node):
     """A type: element dtype, static shape, and the enum name for enum values."""
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from envc import __version__, ir
 from envc.inputs import checked_action, checked_params, checked_state
-from envc.interpret import NP_DTYPE
+from envc.ir import NP_DTYPE
 from envc.lower_jax import TEMPLATES, render
 from envc.lower_jax.names import PyNames
 

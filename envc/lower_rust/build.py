@@ -28,7 +28,7 @@ import numpy as np
 
 from envc import __version__, ir, rng
 from envc.inputs import checked_action, checked_params, checked_state
-from envc.interpret import NP_DTYPE
+from envc.ir import NP_DTYPE
 from envc.lower_rust import (
     HERE,
     TEMPLATES,

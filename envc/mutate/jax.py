@@ -21,7 +21,7 @@ import numpy as np
 
 from envc import ir, rng
 from envc.diagnostics import Span
-from envc.interpret import NP_DTYPE
+from envc.ir import NP_DTYPE
 from envc.mutate import operators, proofs, smt, values
 from envc.mutate.proofs import literal
 from envc.mutate.spans import marked_lines, strip_marks

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from envc import ir
-from envc.interpret import NP_DTYPE
+from envc.ir import NP_DTYPE
 from envc.oracle import Conversion, Oracle, OracleError, Transition
 
 Step = tuple[str, Any]  # ("attr", name) | ("item", int or str)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from envc import ir
-from envc.interpret import NP_DTYPE
+from envc.ir import NP_DTYPE
 from envc.oracle import Conversion, Oracle, OracleError, Transition
 from envc.oracle.pgx_games import GAMES, Glue, Virtual
 
