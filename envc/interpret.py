@@ -478,16 +478,36 @@ class Compiler:
 
     def x_reduce(self, e: ir.Reduce) -> Fn:
         elt = self.expr(e.elt)
-        cond = self.expr(e.cond) if e.cond is not None else None
-        red = self._reducer(e.op, e.ty, e.elt.ty, e.span, e.site, e.start)
+        bound, rest = self._leading_bound(e)
+        cond = self.expr(rest) if rest is not None else None
         var, lo, hi = e.var, e.start, e.stop
         choice = e.op == "choice"
+
+        def stop(fr: Frame) -> int:
+            """Where the loop ends: `hi`, or sooner when the condition starts with `var < bound`."""
+            if bound is None or lo >= hi:
+                return hi
+            return max(lo, min(hi, int(bound(fr))))
+
+        if e.op == "count" and e.elt.ty.dtype is DType.BOOL:  # the commonest reduction, counted as it goes
+
+            def count(fr: Frame) -> int:
+                n = 0
+                loc = fr.loc
+                for i in range(lo, stop(fr)):
+                    loc[var] = i
+                    if (cond is None or cond(fr)) and elt(fr):
+                        n += 1
+                return n
+
+            return count
+        red = self._reducer(e.op, e.ty, e.elt.ty, e.span, e.site, e.start)
 
         def run(fr: Frame) -> Any:
             vals: list[Any] = []
             pos: list[int] = []
             loc = fr.loc
-            for i in range(lo, hi):
+            for i in range(lo, stop(fr)):
                 loc[var] = i
                 if cond is None or cond(fr):
                     vals.append(elt(fr))
@@ -498,6 +518,38 @@ class Compiler:
             return red(fr, vals, pos)
 
         return run
+
+    def _leading_bound(self, e: ir.Reduce) -> tuple[Fn | None, ir.Expr | None]:
+        """(bound, rest of the condition) where `e.cond` is `var < x`, `var <= x`, or one of them `and rest`, with x
+        the same at every step (no draw, call or reduction in it, nothing it reads bound by the loop): the loop then
+        stops at x instead of testing each step (`count(deck[p, i] == c for i in range(60) if i < deck[p].count)`).
+        x is evaluated once, before the first step, as the condition was at the first step: the same value, the
+        same arms taken and the same error (strict) when it has one."""
+        cond = e.cond
+        if cond is None or e.op == "choice":  # choice keeps the filtered positions (as False)
+            return None, cond
+        first, rest = (cond.a, cond.b) if isinstance(cond, ir.Binary) and cond.op == "and" else (cond, None)
+        if not (isinstance(first, ir.Binary) and first.op in ("<", "<=") and self._is_loop_var(first.a, e)):
+            return None, cond
+        bound_here = {e.var} | {n.var for n in ir.nodes((e.elt, cond)) if isinstance(n, ir.Reduce)}
+        for n in ir.nodes(first.b):
+            if isinstance(n, (ir.Random, ir.CallFn, ir.Reduce, ir.ReduceArray)):
+                return None, cond
+            if isinstance(n, (ir.Local, ir.Read)) and getattr(n, "space", "local") == "local" and n.name in bound_here:
+                return None, cond
+        x = self.expr(first.b)
+        bound: Fn = x if first.op == "<" else (lambda fr: x(fr) + 1)
+        return bound, rest
+
+    @staticmethod
+    def _is_loop_var(a: ir.Expr, e: ir.Reduce) -> bool:
+        """Whether `a` is the loop variable itself (or a cast to an integer type that holds every value of it)."""
+        if isinstance(a, ir.Local):
+            return a.name == e.var
+        if isinstance(a, ir.Cast) and a.ty.dtype.is_int and not a.ty.shape:
+            low, high = a.ty.dtype.int_range
+            return low <= e.start and e.stop - 1 <= high and Compiler._is_loop_var(a.x, e)
+        return False
 
     def x_reduce_array(self, e: ir.ReduceArray) -> Fn:
         x = self.expr(e.x)
