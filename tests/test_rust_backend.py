@@ -56,7 +56,8 @@ def cli(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_verify_l1_l2_l3(path: Path, rust_cache: Path) -> None:
     env = rust(path, rust_cache)
-    episodes = 20 if path.stem == "tcg_mechanics" else 40
+    # 20 where an episode is long or a reference step slow (500-step acrobot episodes: RK4 in emulated f32)
+    episodes = 20 if path.stem in ("tcg_mechanics", "acrobot", "acrobot_f64") else 40
     checks = verify(env.spec, env, episodes=episodes, states=80, seed=11)
     failed = [f"{c.level} {c.name}: {c.failures}" for c in checks if not c.passed]
     assert not failed, "\n".join(failed)
