@@ -281,6 +281,9 @@ def lookup(state, i):
 '''
 
 
+# the arith mutant `row_1 * 2` -> `row_1 / 2` stores a float in the int32 grid, which JAX warns about: the mutant's
+# doing, not the original's
+@pytest.mark.filterwarnings("ignore:scatter inputs have incompatible types:FutureWarning")
 def test_jax_out_of_range_index_mutants_proven_and_equal_when_run() -> None:
     """`envc.mutate.oob` proves index mutants equivalent by JAX's out-of-range rules (gathers clamp, drop writes and
     fill reads ignore any out-of-range index): each proven mutant is run here against the original on every index
