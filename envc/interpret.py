@@ -485,16 +485,14 @@ class Compiler:
 
         def stop(fr: Frame) -> int:
             """Where the loop ends: `hi`, or sooner when the condition starts with `var < bound`."""
-            if bound is None or lo >= hi:
-                return hi
-            return max(lo, min(hi, int(bound(fr))))
+            return hi if bound is None or lo >= hi else max(lo, min(hi, int(bound(fr))))
 
         if e.op == "count" and e.elt.ty.dtype is DType.BOOL:  # the commonest reduction, counted as it goes
 
             def count(fr: Frame) -> int:
                 n = 0
                 loc = fr.loc
-                for i in range(lo, stop(fr)):
+                for i in range(lo, hi if bound is None else stop(fr)):
                     loc[var] = i
                     if (cond is None or cond(fr)) and elt(fr):
                         n += 1
@@ -507,7 +505,7 @@ class Compiler:
             vals: list[Any] = []
             pos: list[int] = []
             loc = fr.loc
-            for i in range(lo, stop(fr)):
+            for i in range(lo, hi if bound is None else stop(fr)):
                 loc[var] = i
                 if cond is None or cond(fr):
                     vals.append(elt(fr))

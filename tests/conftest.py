@@ -35,7 +35,8 @@ def rust_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One JAX compilation cache for the whole run (shared by xdist workers and the CLIs tests start): many tests
-    compile the same spec's programs (tcg's step, its callables), and XLA's CPU compile is most of their time."""
+    compile the same spec's programs (tcg's step, its callables), and XLA's CPU compile is a third of the matrix's
+    tcg run."""
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "jax-compilation-cache"
     root.mkdir(exist_ok=True)

@@ -92,8 +92,8 @@ def step(env: Any, spec: ir.SpecIR, n: int, k: int) -> dict[str, Any]:
 
 
 def test_every_reduction_here_takes_the_bounded_loop(spec: ir.SpecIR) -> None:
-    """The results below come from the bounded loop: each reduction's condition is recognized (but the nested
-    one's inner `j < i`, whose bound is the outer loop's variable, which is fine, and recognized too)."""
+    """The results below come from the bounded loop: every condition here is recognized, the inner `j < i` too
+    (its bound is the outer loop's variable, fixed while the inner loop runs)."""
     compiler = Compiler(spec, strict=True)
     reduces = [n for n in ir.nodes(spec.actions) if isinstance(n, ir.Reduce)]
     assert len(reduces) == 12
