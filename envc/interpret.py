@@ -498,7 +498,8 @@ class Compiler:
                         n += 1
                 return n
 
-            return count
+            scan = self._count_scan(e, stop, count) if rest is None else None
+            return count if scan is None else scan
         red = self._reducer(e.op, e.ty, e.elt.ty, e.span, e.site, e.start)
 
         def run(fr: Frame) -> Any:
@@ -538,6 +539,86 @@ class Compiler:
         x = self.expr(first.b)
         bound: Fn = x if first.op == "<" else (lambda fr: x(fr) + 1)
         return bound, rest
+
+    def _count_scan(self, e: ir.Reduce, stop: Callable[[Frame], int], slow: Fn) -> Fn | None:
+        """`count(a[..., i, ...] == x for i in range(lo, hi))` (or `!=`, the condition already a leading bound) as
+        one `list.count` over the slots the loop reads, where a is an integer state field or constant table
+        indexed by the loop variable in one place, and x and the other indices are the same at every step (no
+        draw, call or reduction; nothing the loop binds). The first step's read and x are evaluated as the loop
+        would evaluate them (same order, same strict-mode error). The checker keeps the range inside the axis
+        (E053); IR built past it runs the loop, with its clamped reads and its error."""
+        cmp = e.elt
+        if not (isinstance(cmp, ir.Binary) and cmp.op in ("==", "!=") and not cmp.ty.shape):
+            return None
+        bound_here = {e.var} | {n.var for n in ir.nodes(e.elt) if isinstance(n, ir.Reduce)}
+
+        def table_read(x: ir.Expr) -> tuple[ir.Read, int] | None:
+            """(the read, the index position of the loop variable) under widening integer casts."""
+            while isinstance(x, ir.Cast) and x.ty.enum is None and x.ty.dtype.is_int and x.x.ty.dtype.is_int:
+                (lo_d, hi_d), (lo_s, hi_s) = x.ty.dtype.int_range, x.x.ty.dtype.int_range
+                if not (lo_d <= lo_s and hi_s <= hi_d):
+                    return None
+                x = x.x
+            if not (isinstance(x, ir.Read) and x.space in ("state", "const") and x.index and not x.ty.shape):
+                return None
+            if not x.ty.dtype.is_int or x.ty.dtype is DType.BOOL:
+                return None
+            at = [j for j, i in enumerate(x.index) if self._is_loop_var(i, e)]
+            others = [i for j, i in enumerate(x.index) if j not in at]
+            if len(at) != 1 or not all(self._same_each_step(i, bound_here) for i in others):
+                return None
+            return x, at[0]
+
+        found = table_read(cmp.a)
+        read_first = found is not None
+        if found is None:
+            found = table_read(cmp.b)
+        want_e = cmp.b if read_first else cmp.a
+        if found is None or want_e.ty.shape or not want_e.ty.dtype.is_int or want_e.ty.dtype is DType.BOOL:
+            return None
+        if not self._same_each_step(want_e, bound_here):
+            return None
+        read, axis = found
+        get = self._getter(read.space, read.name)
+        off, _ = self._offset(read.space, read.name, read.index, read.span)
+        dims = self.shapes[(read.space, read.name)]
+        dim, step = dims[axis], _strides(dims)[axis]
+        want = self.expr(want_e)
+        var, lo = e.var, e.start
+        equal = cmp.op == "=="
+
+        def count(fr: Frame) -> Any:
+            end = stop(fr)
+            if end <= lo:
+                return 0
+            if lo < 0 or end > dim:
+                return slow(fr)
+            fr.loc[var] = lo
+            if read_first:
+                first = off(fr)
+                x = want(fr)
+            else:
+                x = want(fr)
+                first = off(fr)
+            fr.loc[var] = end - 1
+            n = get(fr)[first : first + (end - lo - 1) * step + 1 : step].count(x)
+            return n if equal else end - lo - n
+
+        return count
+
+    @staticmethod
+    def _same_each_step(x: ir.Expr, bound_here: set[str]) -> bool:
+        """Whether `x` has the same value at every step of a loop binding `bound_here`: plain reads, locals,
+        parameters, literals, casts and operators only (no draw, call, reduction or choice), none bound by it."""
+        plain = (ir.Lit, ir.Local, ir.Param, ir.Read, ir.Cast, ir.Unary, ir.Binary)
+        for n in ir.nodes(x):
+            if not isinstance(n, ir._Expr):
+                continue
+            if not isinstance(n, plain) or (isinstance(n, ir.Binary) and n.ty.shape):
+                return False
+            if isinstance(n, (ir.Local, ir.Read)) and getattr(n, "space", "local") == "local" and n.name in bound_here:
+                return False
+        return True
 
     @staticmethod
     def _is_loop_var(a: ir.Expr, e: ir.Reduce) -> bool:
