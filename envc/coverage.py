@@ -264,6 +264,11 @@ def reached(arms: list[Arm], hits: set[tuple[Span, Any]]) -> set[Arm]:
 
 
 # ---- measuring the suite ---------------------------------------------------------------------------------------
+def measuring() -> bool:
+    """Whether the suite is running with a reference in the backend's place (inside `measure`)."""
+    return _MEASURING.get()
+
+
 def measure(
     spec: ir.SpecIR,
     levels: tuple[str, ...] = ("L1", "L2", "L3"),

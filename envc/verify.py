@@ -680,6 +680,11 @@ def level3(
 
     `cases` and `failed` count episodes; each failing episode reports its first divergence.
     """
+    from envc import coverage  # it imports this module
+
+    # A reference measuring the suite's coverage in the backend's place takes the lockstep's steps again free
+    # running (the same states, actions and keys), so its arms are the same: the lockstep is left to real backends.
+    measuring = coverage.measuring()
     settings = param_sweep(spec, env, episodes, seed)
     refs: dict[tuple[tuple[str, Any], ...], tuple[ReferenceEnv, ReferenceEnv, Any]] = {}
     wrote = writers(spec)
@@ -710,8 +715,8 @@ def level3(
         ref_lengths.append(n)
         lock.cases += 1
         free.cases += 1
-        m = diff(spec, ep.states[0], env.state_to_dict(env.init(k)), f"episode {e} init", wrote)
-        for t in range(n):
+        m = None if measuring else diff(spec, ep.states[0], env.state_to_dict(env.init(k)), f"episode {e} init", wrote)
+        for t in range(0 if measuring else n):
             if m is not None:
                 break
             got = env.state_to_dict(env.step(env.state_from_dict(ep.states[t]), ep.actions[t], ep.keys[t]))

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import envc
+import envc.coverage
 from envc.coverage import arms_of, measure, measure_and_steer
 from envc.interpret import ReferenceEnv
 from envc.verify import verify
@@ -105,3 +108,20 @@ def test_shipped_spec_full_coverage() -> None:
     spec = envc.load(str(ROOT / "specs" / "kuhn_poker.yaml"))
     arms, suite = measure(spec, episodes=20, states=50)
     assert len(arms) == 8 and suite == set(arms)
+
+
+@pytest.mark.parametrize("path", ["docs/examples/leduc_holdem.yaml", "docs/examples/acrobot.yaml",
+                                  "docs/examples/game_2048.yaml"])
+def test_measuring_without_the_lockstep_takes_the_same_arms(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the measuring run, L3's lockstep is left out (`envc.coverage.measuring`): the reference in the backend's
+    place takes the same steps free running. The arms it reaches are those the lockstep would add."""
+    spec = envc.load(str(ROOT / path))
+    sizes = {"episodes": 2, "states": 4, "seed": 5, "max_steps": 60}
+    seen: list[bool] = []
+    real = envc.coverage.measuring
+    monkeypatch.setattr(envc.coverage, "measuring", lambda: seen.append(real()) or seen[-1])
+    arms, without = measure(spec, **sizes)
+    assert seen and all(seen)  # L3 asked, inside the measuring run
+    monkeypatch.setattr(envc.coverage, "measuring", lambda: False)
+    assert measure(spec, **sizes) == (arms, without)
+    assert len(without) > len(arms) // 2
