@@ -600,7 +600,6 @@ class Compiler:
             else:
                 x = want(fr)
                 first = off(fr)
-            fr.loc[var] = end - 1
             n = get(fr)[first : first + (end - lo - 1) * step + 1 : step].count(x)
             return n if equal else end - lo - n
 
